@@ -1,0 +1,231 @@
+package layout
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Class is the kind of copy a plan needs; each class has its own kernel
+// template (see package gen) or its own non-kernel path.
+type Class uint8
+
+// The copy classes, from the cheapest path to the most general.
+const (
+	// ClassNone: the views hold no elements; nothing to do.
+	ClassNone Class = iota
+	// ClassMemcpy: both views are dense in the same order (after
+	// canonicalisation a single unit-stride dim in both): one contiguous byte
+	// copy (cuMemcpyAsync on a GPU, copy() on the host).
+	ClassMemcpy
+	// ClassContiguous: the same case as ClassMemcpy served by a kernel with
+	// 16-byte vectors; used where a memcpy does not apply or is slower.
+	ClassContiguous
+	// ClassElementwise: the general N-d gather/scatter. Vectorized along the
+	// innermost canonical dim when it has unit stride in both views.
+	ClassElementwise
+	// ClassTile: the fastest dim of src differs from the fastest dim of dst
+	// (transposes, permutations): a shared-memory tile spans both.
+	ClassTile
+	// ClassBroadcast: src has stride-0 dims (but is not a single element):
+	// src is read once per tile.
+	ClassBroadcast
+	// ClassFill: src is a single element broadcast over all of dst.
+	ClassFill
+	numClasses
+)
+
+var classNames = [numClasses]string{"none", "memcpy", "contig", "elem", "tile", "bcast", "fill"}
+
+// String returns the short name used in signature strings and kernel names.
+func (c Class) String() string {
+	if c < numClasses {
+		return classNames[c]
+	}
+	return "class(" + strconv.Itoa(int(c)) + ")"
+}
+
+// ParseClass is the inverse of Class.String.
+func ParseClass(s string) (Class, error) {
+	for i, n := range classNames {
+		if n == s {
+			return Class(i), nil
+		}
+	}
+	return 0, fmt.Errorf("%w: unknown class %q (want one of %s)", ErrSignature, s, strings.Join(classNames[:], ", "))
+}
+
+// ErrSignature reports a malformed signature or signature string.
+var ErrSignature = errors.New("layout: bad signature")
+
+// MaxVectorBytes is the widest access a kernel makes per thread and per
+// vector: 16 bytes (one LDG.128/STG.128).
+const MaxVectorBytes = 16
+
+// Signature is what a copy kernel is specialised on at generation time. Two
+// layout pairs that differ only in extents, strides and offsets map to the
+// same Signature, so one compiled kernel serves them all: extents, strides and
+// offsets travel as kernel arguments (see Plan).
+//
+// Signature is a comparable value (usable as a map key) and has a stable
+// string form, e.g. "tile:nd=3,fast=0,item=4,vec=4,idx=32", that ParseSignature
+// reads back.
+type Signature struct {
+	// Class selects the kernel template.
+	Class Class
+	// NDim is the number of dims of the canonical form (after dropping
+	// extent-1 dims and merging); 0 only for ClassNone.
+	NDim uint8
+	// Fast is, for ClassTile, the canonical dim whose src stride is 1 (src's
+	// fastest dim). dst's fastest dim is always NDim-1. 0 for other classes.
+	Fast uint8
+	// Itemsize is the size in bytes of the element the kernel moves, after
+	// widening or splitting: 1..16 (odd sizes such as 3, 6 or 12 are opaque
+	// bytes).
+	Itemsize uint8
+	// Vec is the number of elements per vector access along the fastest
+	// dim(s): a power of two with Vec·Itemsize ≤ 16. 1 means scalar accesses.
+	Vec uint8
+	// Index64 selects 64-bit index arithmetic; false when every offset and the
+	// volume fit in int32 (64-bit division is slow on GPUs).
+	Index64 bool
+}
+
+// IndexBits returns 32 or 64, the width of the kernel's index arithmetic.
+func (s Signature) IndexBits() int {
+	if s.Index64 {
+		return 64
+	}
+	return 32
+}
+
+// String returns the stable text form "class:nd=N[,fast=F],item=I,vec=V,idx=32|64".
+func (s Signature) String() string {
+	var b strings.Builder
+	b.WriteString(s.Class.String())
+	b.WriteString(":nd=")
+	b.WriteString(strconv.Itoa(int(s.NDim)))
+	if s.Class == ClassTile {
+		b.WriteString(",fast=")
+		b.WriteString(strconv.Itoa(int(s.Fast)))
+	}
+	b.WriteString(",item=")
+	b.WriteString(strconv.Itoa(int(s.Itemsize)))
+	b.WriteString(",vec=")
+	b.WriteString(strconv.Itoa(int(s.Vec)))
+	b.WriteString(",idx=")
+	b.WriteString(strconv.Itoa(s.IndexBits()))
+	return b.String()
+}
+
+// Validate reports, as an ErrSignature error, a signature no kernel can be
+// generated for.
+func (s Signature) Validate() error {
+	switch {
+	case s.Class >= numClasses:
+		return fmt.Errorf("%w: class %d", ErrSignature, s.Class)
+	case s.Class == ClassNone:
+		return nil
+	case s.NDim == 0:
+		return fmt.Errorf("%w: nd=0 for class %v", ErrSignature, s.Class)
+	case s.Class == ClassTile && s.NDim < 2:
+		return fmt.Errorf("%w: tile needs nd ≥ 2, got nd=%d", ErrSignature, s.NDim)
+	case s.Class == ClassTile && s.Fast >= s.NDim-1:
+		return fmt.Errorf("%w: tile fast=%d must be below nd-1=%d", ErrSignature, s.Fast, s.NDim-1)
+	case s.Class != ClassTile && s.Fast != 0:
+		return fmt.Errorf("%w: fast=%d is only for tile", ErrSignature, s.Fast)
+	case s.Itemsize < 1 || s.Itemsize > MaxVectorBytes:
+		return fmt.Errorf("%w: item=%d must be in 1..%d", ErrSignature, s.Itemsize, MaxVectorBytes)
+	case s.Vec == 0 || s.Vec&(s.Vec-1) != 0 || int(s.Vec)*int(s.Itemsize) > MaxVectorBytes:
+		return fmt.Errorf("%w: vec=%d must be a power of two with vec·item ≤ %d (item=%d)", ErrSignature, s.Vec, MaxVectorBytes, s.Itemsize)
+	}
+	return nil
+}
+
+// ParseSignature reads the form written by Signature.String. Keys may come in
+// any order; "fast" defaults to 0, "vec" to 1 and "idx" to 32. The result is
+// validated.
+func ParseSignature(text string) (Signature, error) {
+	var s Signature
+	cls, rest, ok := strings.Cut(strings.TrimSpace(text), ":")
+	if !ok {
+		return s, fmt.Errorf("%w: %q has no ':' after the class", ErrSignature, text)
+	}
+	c, err := ParseClass(cls)
+	if err != nil {
+		return s, fmt.Errorf("signature %q: %w", text, err)
+	}
+	s.Class, s.Vec = c, 1
+	seen := map[string]bool{}
+	for _, kv := range strings.Split(rest, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return s, fmt.Errorf("%w: %q: part %q is not key=value", ErrSignature, text, kv)
+		}
+		if seen[k] {
+			return s, fmt.Errorf("%w: %q: key %q repeated", ErrSignature, text, k)
+		}
+		seen[k] = true
+		n, err := strconv.ParseUint(v, 10, 8)
+		if err != nil {
+			return s, fmt.Errorf("%w: %q: %s=%q is not a number in 0..255", ErrSignature, text, k, v)
+		}
+		switch k {
+		case "nd":
+			s.NDim = uint8(n)
+		case "fast":
+			s.Fast = uint8(n)
+		case "item":
+			s.Itemsize = uint8(n)
+		case "vec":
+			s.Vec = uint8(n)
+		case "idx":
+			switch n {
+			case 32:
+			case 64:
+				s.Index64 = true
+			default:
+				return s, fmt.Errorf("%w: %q: idx=%d must be 32 or 64", ErrSignature, text, n)
+			}
+		default:
+			return s, fmt.Errorf("%w: %q: unknown key %q (want nd, fast, item, vec, idx)", ErrSignature, text, k)
+		}
+	}
+	if !seen["nd"] && s.Class != ClassNone {
+		return s, fmt.Errorf("%w: %q: nd is required", ErrSignature, text)
+	}
+	if !seen["item"] && s.Class != ClassNone {
+		return s, fmt.Errorf("%w: %q: item is required", ErrSignature, text)
+	}
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("signature %q: %w", text, err)
+	}
+	return s, nil
+}
+
+// Plan is the planner's result: the signature of the kernel to run and the
+// run-time arguments it takes. The canonical form has Sig.NDim dims ordered by
+// dst stride, slowest first, so dim NDim-1 is dst's fastest; extents and
+// strides are counted in kernel elements of Sig.Itemsize bytes.
+//
+// Offsets follow the buffer convention of this package: a buffer for layout l
+// starts at the element of offset l.MinOffset(). DstOffset and SrcOffset are
+// the byte distances from the start of the dst and src buffers to the element
+// at canonical index (0, …, 0) (dims whose strides were negative in both views
+// are flipped, which moves index 0).
+//
+// A Plan can be reused: PlanCopyInto overwrites it and reuses its slices, so
+// planning in a loop allocates nothing once the slices have grown.
+type Plan struct {
+	Sig        Signature
+	Shape      []int64
+	DstStrides []int64
+	SrcStrides []int64
+	DstOffset  int64
+	SrcOffset  int64
+	// Volume is the number of kernel elements, the product of Shape.
+	Volume int64
+	// Bytes is the number of bytes written to dst: Volume·Sig.Itemsize.
+	Bytes int64
+}
