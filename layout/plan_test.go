@@ -1,0 +1,611 @@
+package layout_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stridekit/stridekit/layout"
+	"pgregory.net/rapid"
+)
+
+// tb is the part of testing.TB that rapid.T also has.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+func mustNew(t tb, shape, strides []int64, item int) layout.Layout {
+	t.Helper()
+	l, err := layout.New(shape, strides, item)
+	if err != nil {
+		t.Fatalf("New(%v, %v, %d): %v", shape, strides, item, err)
+	}
+	return l
+}
+
+func s64(v ...int64) []int64 { return v }
+
+func TestPlanCopyTable(t *testing.T) {
+	type tc struct {
+		name       string
+		dst, src   layout.Layout
+		opt        layout.PlanOptions
+		sig        string
+		shape      []int64 // nil: not checked
+		ds, ss     []int64
+		dOff, sOff int64
+	}
+	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	a16 := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+	cases := []tc{
+		{name: "same-order dense C is memcpy", dst: n(s64(64, 64), nil, 4), src: n(s64(64, 64), nil, 4),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(4096), ds: s64(1), ss: s64(1)},
+		{name: "memcpy widens to 16 bytes with 16-byte alignment", dst: n(s64(64, 64), nil, 4), src: n(s64(64, 64), nil, 4), opt: a16,
+			sig: "memcpy:nd=1,item=16,vec=1,idx=32", shape: s64(1024), ds: s64(1), ss: s64(1)},
+		{name: "same permuted dense order is memcpy", dst: n(s64(3, 4, 5), s64(1, 15, 3), 2), src: n(s64(3, 4, 5), s64(1, 15, 3), 2),
+			sig: "memcpy:nd=1,item=2,vec=1,idx=32", shape: s64(60)},
+		{name: "dense C from dense F is tile with fast=0", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(1, 64), 4), opt: a16,
+			sig: "tile:nd=2,fast=0,item=4,vec=4,idx=32", shape: s64(64, 32), ds: s64(32, 1), ss: s64(1, 64)},
+		{name: "3-d permutation (2,0,1) merges to a 2-d tile, fast=0", dst: n(s64(32, 16, 64), nil, 1), src: n(s64(32, 16, 64), s64(1, 64*32, 32), 1), opt: a16,
+			sig: "tile:nd=2,fast=0,item=1,vec=16,idx=32", shape: s64(32, 1024), ds: s64(1024, 1), ss: s64(1, 32)},
+		{name: "permutation with src fast at middle canonical dim", dst: n(s64(20, 30, 40), nil, 4), src: n(s64(20, 30, 40), s64(40, 1, 30*20), 4),
+			sig: "tile:nd=3,fast=1,item=4,vec=1,idx=32", shape: s64(20, 30, 40), ds: s64(1200, 40, 1), ss: s64(40, 1, 600)},
+		{name: "small transpose below TileMinExtent is elementwise", dst: n(s64(8, 8), nil, 4), src: n(s64(8, 8), s64(1, 8), 4),
+			sig: "elem:nd=2,item=4,vec=1,idx=32"},
+		{name: "slice [:, ::2] is elementwise", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 2), 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(2048), ds: s64(1), ss: s64(2)},
+		{name: "row slice [:, :32] of 64 merges rows into 16-byte elements", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 1), 4), opt: a16,
+			sig: "elem:nd=2,item=16,vec=1,idx=32", shape: s64(64, 8), ds: s64(8, 1), ss: s64(16, 1)},
+		{name: "widening respects src alignment 4", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 1), 4), opt: layout.PlanOptions{DstAlign: 16, SrcAlign: 4},
+			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: s64(64, 32)},
+		{name: "widening respects strides: row pitch 34 floats allows 8 bytes", dst: n(s64(64, 32), s64(34, 1), 4), src: n(s64(64, 32), nil, 4), opt: a16,
+			sig: "elem:nd=2,item=8,vec=1,idx=32", shape: s64(64, 16), ds: s64(17, 1), ss: s64(16, 1)},
+		{name: "alignment below the itemsize splits the element", dst: n(s64(10), s64(2), 4), src: n(s64(10), nil, 4), opt: layout.PlanOptions{DstAlign: 2, SrcAlign: 16},
+			sig: "elem:nd=2,item=2,vec=1,idx=32", shape: s64(10, 2), ds: s64(4, 1), ss: s64(2, 1)},
+		{name: "negative strides in both are flipped", dst: n(s64(8, 8), s64(-8, -1), 4), src: n(s64(8, 8), s64(-8, -1), 4),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(64), dOff: 0, sOff: 0},
+		{name: "negative in src only stays (reverse copy)", dst: n(s64(100), nil, 4), src: n(s64(100), s64(-1), 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(100), ds: s64(1), ss: s64(-1), dOff: 0, sOff: 99 * 4},
+		{name: "negative in dst only stays", dst: n(s64(100), s64(-1), 4), src: n(s64(100), nil, 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(100), ds: s64(-1), ss: s64(1), dOff: 99 * 4, sOff: 0},
+		{name: "flip moves index 0: offsets point at the last element", dst: n(s64(4, 5), s64(-10, 1), 4), src: n(s64(4, 5), s64(-5, 1), 4),
+			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: s64(4, 5), ds: s64(10, 1), ss: s64(5, 1), dOff: 0, sOff: 0},
+		{name: "extent-1 dims are dropped", dst: n(s64(1, 16, 1, 4), s64(99, 4, 7, 1), 8), src: n(s64(1, 16, 1, 4), s64(5, 4, 3, 1), 8),
+			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: s64(64)},
+		{name: "broadcast row (NumPy: missing leading dim repeats)", dst: n(s64(64, 32), nil, 4), src: n(s64(32), nil, 4), opt: a16,
+			sig: "bcast:nd=2,item=16,vec=1,idx=32", shape: s64(64, 8), ds: s64(8, 1), ss: s64(0, 1)},
+		{name: "broadcast column (NumPy: extent 1 repeats)", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 1), nil, 4), opt: a16,
+			sig: "bcast:nd=2,item=4,vec=4,idx=32", shape: s64(64, 32), ds: s64(32, 1), ss: s64(1, 0)},
+		{name: "scalar fills everything", dst: n(s64(64, 32), nil, 4), src: n(nil, nil, 4), opt: a16,
+			sig: "fill:nd=1,item=4,vec=4,idx=32", shape: s64(2048), ds: s64(1), ss: s64(0)},
+		{name: "fill with natural alignment only is scalar", dst: n(s64(64, 32), nil, 4), src: n(s64(1, 1), nil, 4),
+			sig: "fill:nd=1,item=4,vec=1,idx=32"},
+		{name: "single element is memcpy", dst: n(s64(1, 1), nil, 8), src: n(s64(1), nil, 8),
+			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: s64(1)},
+		{name: "empty is none", dst: n(s64(3, 0), nil, 8), src: n(s64(1, 0), nil, 8), sig: "none:nd=0,item=8,vec=1,idx=32"},
+		{name: "24-byte items split into 8-byte elements", dst: n(s64(8, 3), nil, 24), src: n(s64(8, 3), s64(1, 8), 24),
+			sig: "elem:nd=3,item=8,vec=1,idx=32", shape: s64(8, 3, 3), ds: s64(9, 3, 1), ss: s64(3, 24, 1)},
+		{name: "12-byte items stay opaque in a gather", dst: n(s64(20), nil, 12), src: n(s64(20), s64(3), 12),
+			sig: "elem:nd=1,item=12,vec=1,idx=32"},
+		{name: "12-byte items merge into a run", dst: n(s64(20), nil, 12), src: n(s64(20), nil, 12),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(60)},
+		{name: "index width 32 at volume 2^31-1", dst: n(s64(math.MaxInt32), nil, 1), src: n(s64(math.MaxInt32), s64(-1), 1),
+			sig: "elem:nd=1,item=1,vec=1,idx=32", sOff: math.MaxInt32 - 1},
+		{name: "index width 64 at volume 2^31", dst: n(s64(1<<31), nil, 1), src: n(s64(1<<31), s64(-1), 1),
+			sig: "elem:nd=1,item=1,vec=1,idx=64", sOff: math.MaxInt32},
+		{name: "index width 64 when a src offset passes 2^31", dst: n(s64(1<<16, 2), nil, 1), src: n(s64(1<<16, 2), s64(1<<16, 1<<30), 1),
+			sig: "elem:nd=2,item=1,vec=1,idx=64"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := layout.PlanCopy(c.dst, c.src, c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Sig.String(); got != c.sig {
+				t.Errorf("signature %s, want %s", got, c.sig)
+			}
+			if err := p.Sig.Validate(); err != nil {
+				t.Error(err)
+			}
+			eq := func(what string, got, want []int64) {
+				if want != nil && !equal64(got, want) {
+					t.Errorf("%s %v, want %v", what, got, want)
+				}
+			}
+			eq("shape", p.Shape, c.shape)
+			eq("dst strides", p.DstStrides, c.ds)
+			eq("src strides", p.SrcStrides, c.ss)
+			if p.DstOffset != c.dOff || p.SrcOffset != c.sOff {
+				t.Errorf("offsets dst %d src %d, want %d %d", p.DstOffset, p.SrcOffset, c.dOff, c.sOff)
+			}
+			if p.Sig.Class != layout.ClassNone && p.Bytes != c.dst.Volume()*int64(c.dst.Itemsize()) {
+				t.Errorf("Bytes %d, want %d", p.Bytes, c.dst.Volume()*int64(c.dst.Itemsize()))
+			}
+		})
+	}
+}
+
+func equal64(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestPlanCopyErrors(t *testing.T) {
+	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	cases := []struct {
+		name     string
+		dst, src layout.Layout
+		opt      layout.PlanOptions
+		err      error
+		mention  []string
+	}{
+		{"shapes differ", n(s64(3, 4), nil, 4), n(s64(4, 3), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [4 3]", "dst shape [3 4]"}},
+		{"NumPy: extent 1 in dst does not broadcast", n(s64(1, 4), nil, 4), n(s64(3, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"[3 4]", "[1 4]"}},
+		{"src has more dims", n(s64(4), nil, 4), n(s64(1, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [1 4]", "dst shape [4]"}},
+		{"itemsizes differ", n(s64(4), nil, 4), n(s64(4), nil, 8), layout.PlanOptions{}, layout.ErrItemsize, []string{"dst itemsize 4", "src itemsize 8"}},
+		{"dst overlaps (zero stride)", n(s64(4, 4), s64(0, 1), 4), n(s64(4, 4), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst (4,4):(0,1)x4"}},
+		{"dst overlaps (strides 1,1)", n(s64(3, 3), s64(1, 1), 4), n(s64(3, 3), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst"}},
+		{"dst alignment not a power of two", n(s64(4), nil, 4), n(s64(4), nil, 4), layout.PlanOptions{DstAlign: 3}, layout.ErrAlignment, []string{"DstAlign = 3"}},
+		{"src alignment negative", n(s64(4), nil, 4), n(s64(4), nil, 4), layout.PlanOptions{SrcAlign: -4}, layout.ErrAlignment, []string{"SrcAlign = -4"}},
+		{"zero layouts", layout.Layout{}, layout.Layout{}, layout.PlanOptions{}, layout.ErrItemsize, []string{"itemsize 0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p layout.Plan
+			p.Sig.Class = layout.ClassTile
+			err := layout.PlanCopyInto(&p, c.dst, c.src, c.opt)
+			if !errors.Is(err, c.err) {
+				t.Fatalf("error %v, want %v", err, c.err)
+			}
+			for _, m := range c.mention {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not mention %q", err, m)
+				}
+			}
+			if p.Sig.Class != layout.ClassNone || len(p.Shape) != 0 {
+				t.Errorf("plan not reset after error: %+v", p)
+			}
+		})
+	}
+}
+
+// A non-unique-looking but unique dst passes the exact check: offsets of
+// shape (3,2) strides (2,3) are 0,3,2,5,4,7.
+func TestPlanCopyUniqueDstExactCheck(t *testing.T) {
+	d := mustNew(t, s64(3, 2), s64(2, 3), 4)
+	if _, err := layout.PlanCopy(d, mustNew(t, s64(3, 2), nil, 4), layout.PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Layout pairs that differ only in extents, strides and offsets share a
+// signature (and so a kernel).
+func TestPlanCopySignatureInvariance(t *testing.T) {
+	groups := [][][2]layout.Layout{
+		{ // 2-d transposes of f32
+			{mustNew(t, s64(64, 128), nil, 4), mustNew(t, s64(64, 128), s64(1, 64), 4)},
+			{mustNew(t, s64(100, 300), nil, 4), mustNew(t, s64(100, 300), s64(1, 100), 4)},
+			{mustNew(t, s64(17, 4000), s64(5000, 1), 4), mustNew(t, s64(17, 4000), s64(1, 20), 4)},
+		},
+		{ // column slices
+			{mustNew(t, s64(64, 32), nil, 2), mustNew(t, s64(64, 32), s64(100, 2), 2)},
+			{mustNew(t, s64(5, 7), nil, 2), mustNew(t, s64(5, 7), s64(100, 3), 2)},
+		},
+		{ // dense copies
+			{mustNew(t, s64(64, 32), nil, 8), mustNew(t, s64(64, 32), nil, 8)},
+			{mustNew(t, s64(3, 5, 7), s64(1, 3, 15), 8), mustNew(t, s64(3, 5, 7), s64(1, 3, 15), 8)},
+		},
+	}
+	for gi, g := range groups {
+		var first layout.Signature
+		for i, pr := range g {
+			p, err := layout.PlanCopy(pr[0], pr[1], layout.PlanOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = p.Sig
+			} else if p.Sig != first {
+				t.Errorf("group %d: %v <- %v has signature %v, want %v", gi, pr[0], pr[1], p.Sig, first)
+			}
+		}
+	}
+}
+
+func TestPlanCopyIntoNoAllocs(t *testing.T) {
+	d := mustNew(t, s64(2, 3, 4, 5, 6, 7, 8, 9), nil, 4)
+	s, err := layout.New(s64(2, 3, 4, 5, 6, 7, 8, 9), s64(1, 2, 6, 24, 120, 720, 5040, 40320), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p layout.Plan
+	allocs := testing.AllocsPerRun(100, func() {
+		if err := layout.PlanCopyInto(&p, d, s, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("PlanCopyInto allocates %v times per call, want 0", allocs)
+	}
+}
+
+// Many dims: 70 dims, most of extent 1 or 2, permuted src.
+func TestPlanCopyManyDims(t *testing.T) {
+	const nd = 70
+	shape := make([]int64, nd)
+	for i := range shape {
+		shape[i] = 1
+		if i%7 == 0 {
+			shape[i] = 2
+		}
+	}
+	d := mustNew(t, shape, nil, 4)
+	f, err := layout.Dense(shape, 4, layout.F)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.PlanCopy(d, f, layout.PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Sig.NDim != 10 || p.Sig.Class != layout.ClassElementwise {
+		t.Errorf("plan %v, want elementwise over 10 dims", p.Sig)
+	}
+	checkPairs(t, d, f, p)
+}
+
+// genLayouts draws a dst/src pair for property tests: a unique dst with
+// random extents, order, gaps and signs; a src of the same or a broadcastable
+// shape with arbitrary (negative, zero, overlapping) or dense strides.
+func genLayouts(t *rapid.T) (dst, src layout.Layout) {
+	item := rapid.SampledFrom([]int{1, 2, 3, 4, 8, 12, 16, 24}).Draw(t, "item")
+	var shape []int64
+	big := rapid.IntRange(0, 3).Draw(t, "big") == 0
+	if big { // large enough for tiles
+		shape = rapid.SliceOfN(rapid.Int64Range(15, 20), 2, 3).Draw(t, "shape")
+	} else {
+		shape = rapid.SliceOfN(rapid.Int64Range(1, 5), 0, 6).Draw(t, "shape")
+		if len(shape) > 0 && rapid.IntRange(0, 9).Draw(t, "empty") == 0 {
+			shape[rapid.IntRange(0, len(shape)-1).Draw(t, "emptydim")] = 0
+		}
+	}
+	nd := len(shape)
+	denseStrides := func(label string) []int64 {
+		perm := rapid.Permutation(iota(nd)).Draw(t, label+"perm")
+		st := make([]int64, nd)
+		acc := int64(1)
+		for k := nd - 1; k >= 0; k-- {
+			d := perm[k]
+			st[d] = acc
+			if rapid.Bool().Draw(t, label+"neg") {
+				st[d] = -acc
+			}
+			acc *= max(shape[d], 1) * rapid.Int64Range(1, 2).Draw(t, label+"gap")
+		}
+		return st
+	}
+	var err error
+	dst, err = layout.New(shape, denseStrides("d"), item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rapid.IntRange(0, 3).Draw(t, "dmode") == 0 {
+		st := rapid.SliceOfN(rapid.Int64Range(-9, 9), nd, nd).Draw(t, "dstrides")
+		if l, err := layout.New(shape, st, item); err == nil && l.IsUnique() {
+			dst = l
+		}
+	}
+	ns := rapid.IntRange(0, nd).Draw(t, "ns")
+	sshape := make([]int64, ns)
+	for j := range sshape {
+		sshape[j] = shape[nd-ns+j]
+		if !big && rapid.IntRange(0, 4).Draw(t, "bcast") == 0 {
+			sshape[j] = 1
+		}
+	}
+	var sst []int64
+	smode := rapid.IntRange(0, 2).Draw(t, "smode")
+	if big {
+		smode = 1
+	}
+	switch smode {
+	case 0:
+		sst = rapid.SliceOfN(rapid.Int64Range(-9, 9), ns, ns).Draw(t, "sstrides")
+	case 1:
+		perm := rapid.Permutation(iota(ns)).Draw(t, "sperm")
+		sst = make([]int64, ns)
+		acc := int64(1)
+		for k := ns - 1; k >= 0; k-- {
+			sst[perm[k]] = acc
+			acc *= max(sshape[perm[k]], 1)
+		}
+	default: // same strides as dst (where shapes agree)
+		sst = append([]int64(nil), dst.Strides()[nd-ns:]...)
+	}
+	src, err = layout.New(sshape, sst, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst, src
+}
+
+func iota(n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	return p
+}
+
+// eachIndex calls f with the element offsets of every index of shape under
+// the given strides (an empty strides slice for leading dims means stride 0:
+// broadcasting). The offsets are in items.
+func eachIndex(shape []int64, strides [][]int64, f func(offs []int64)) {
+	for _, e := range shape {
+		if e == 0 {
+			return
+		}
+	}
+	nd := len(shape)
+	idx := make([]int64, nd)
+	offs := make([]int64, len(strides))
+	stride := func(v, k int) int64 {
+		st := strides[v]
+		j := k - (nd - len(st))
+		if j < 0 {
+			return 0
+		}
+		return st[j]
+	}
+	for {
+		f(offs)
+		k := nd - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			for v := range offs {
+				offs[v] += stride(v, k)
+			}
+			if idx[k] < shape[k] {
+				break
+			}
+			for v := range offs {
+				offs[v] -= stride(v, k) * idx[k]
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return
+		}
+	}
+}
+
+// srcStridesFor returns src's strides with broadcast (extent-1) dims zeroed.
+func srcStridesFor(src layout.Layout) []int64 {
+	st := src.Strides()
+	for j, e := range src.Shape() {
+		if e == 1 {
+			st[j] = 0
+		}
+	}
+	return st
+}
+
+// checkPairs checks that the plan addresses exactly the (dst byte, src byte)
+// pairs of the original views, and the guarantees documented on Plan.
+func checkPairs(t tb, dst, src layout.Layout, p layout.Plan) {
+	t.Helper()
+	item := int64(dst.Itemsize())
+	want := map[int64]int64{}
+	eachIndex(dst.Shape(), [][]int64{dst.Strides(), srcStridesFor(src)}, func(o []int64) {
+		for b := range item {
+			db := (o[0]-dst.MinOffset())*item + b
+			if _, dup := want[db]; dup {
+				t.Fatalf("dst byte %d written twice by the original views", db)
+			}
+			want[db] = (o[1]-src.MinOffset())*item + b
+		}
+	})
+	if p.Sig.Class == layout.ClassNone {
+		if len(want) != 0 {
+			t.Fatalf("ClassNone plan for %d bytes", len(want))
+		}
+		return
+	}
+	w := int64(p.Sig.Itemsize)
+	got := 0
+	eachIndex(p.Shape, [][]int64{p.DstStrides, p.SrcStrides}, func(o []int64) {
+		for b := range w {
+			db := p.DstOffset + o[0]*w + b
+			sb := p.SrcOffset + o[1]*w + b
+			ws, ok := want[db]
+			if !ok || ws != sb {
+				t.Fatalf("plan %v maps dst byte %d to src byte %d; want %d (present %v)", p.Sig, db, sb, ws, ok)
+			}
+			got++
+		}
+	})
+	if got != len(want) {
+		t.Fatalf("plan %v addresses %d bytes, the views %d", p.Sig, got, len(want))
+	}
+	if p.Bytes != int64(got) || p.Volume*w != p.Bytes {
+		t.Fatalf("plan Bytes %d Volume %d, want %d bytes", p.Bytes, p.Volume, got)
+	}
+}
+
+// checkGuarantees checks the vector and alignment guarantees of a plan made
+// with options opt.
+func checkGuarantees(t tb, p layout.Plan, opt layout.PlanOptions, item int) {
+	t.Helper()
+	if p.Sig.Class == layout.ClassNone {
+		return
+	}
+	if err := p.Sig.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	n := len(p.Shape)
+	if int(p.Sig.NDim) != n {
+		t.Fatalf("NDim %d, len(Shape) %d", p.Sig.NDim, n)
+	}
+	w := int64(p.Sig.Itemsize)
+	nat := func(a int) int64 {
+		if a == 0 {
+			a = item & -item
+		}
+		return min(int64(a), 16)
+	}
+	aD, aS := nat(opt.DstAlign), nat(opt.SrcAlign)
+	if w&(w-1) == 0 && (aD < w || aS < w || p.DstOffset%w != 0 || p.SrcOffset%w != 0) {
+		t.Fatalf("element of %d bytes with alignments %d/%d, offsets %d/%d", w, aD, aS, p.DstOffset, p.SrcOffset)
+	}
+	v := int64(p.Sig.Vec)
+	if v > 1 {
+		vb := v * w
+		switch p.Sig.Class {
+		case layout.ClassTile:
+			f := int(p.Sig.Fast)
+			for k := range n {
+				if k != n-1 && p.DstStrides[k]%v != 0 || k != f && p.SrcStrides[k]%v != 0 {
+					t.Fatalf("tile vec %d: strides %v / %v", v, p.DstStrides, p.SrcStrides)
+				}
+			}
+			if p.Shape[n-1]%v != 0 || p.Shape[f]%v != 0 || p.DstOffset%vb != 0 || p.SrcOffset%vb != 0 || aD < vb || aS < vb {
+				t.Fatalf("tile vec %d: shape %v offsets %d/%d", v, p.Shape, p.DstOffset, p.SrcOffset)
+			}
+		case layout.ClassBroadcast, layout.ClassFill:
+			for k := range n - 1 {
+				if p.DstStrides[k]%v != 0 {
+					t.Fatalf("bcast vec %d: dst strides %v", v, p.DstStrides)
+				}
+			}
+			if p.DstStrides[n-1] != 1 || p.SrcStrides[n-1] != 0 || p.Shape[n-1]%v != 0 || p.DstOffset%vb != 0 || aD < vb {
+				t.Fatalf("bcast vec %d: plan %+v", v, p)
+			}
+		default:
+			t.Fatalf("vec %d in class %v", v, p.Sig.Class)
+		}
+	}
+	if !p.Sig.Index64 {
+		if p.Volume > math.MaxInt32 {
+			t.Fatalf("idx=32 with volume %d", p.Volume)
+		}
+	}
+	switch p.Sig.Class {
+	case layout.ClassMemcpy:
+		if n != 1 || p.DstStrides[0] != 1 || p.SrcStrides[0] != 1 {
+			t.Fatalf("memcpy plan %+v", p)
+		}
+	case layout.ClassTile:
+		f := int(p.Sig.Fast)
+		if p.DstStrides[n-1] != 1 || p.SrcStrides[f] != 1 {
+			t.Fatalf("tile plan %+v", p)
+		}
+	case layout.ClassFill:
+		for _, s := range p.SrcStrides {
+			if s != 0 {
+				t.Fatalf("fill plan %+v", p)
+			}
+		}
+	}
+}
+
+func TestPlanCopyProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		dst, src := genLayouts(t)
+		opt := layout.PlanOptions{
+			DstAlign: rapid.SampledFrom([]int{0, 1, 2, 4, 8, 16, 64}).Draw(t, "dalign"),
+			SrcAlign: rapid.SampledFrom([]int{0, 1, 2, 4, 8, 16, 64}).Draw(t, "salign"),
+		}
+		p, err := layout.PlanCopy(dst, src, opt)
+		if err != nil {
+			t.Fatalf("PlanCopy(%v, %v): %v", dst, src, err)
+		}
+		checkPairs(t, dst, src, p)
+		checkGuarantees(t, p, opt, dst.Itemsize())
+		// Reusing a plan gives the same result.
+		var q layout.Plan
+		_ = layout.PlanCopyInto(&q, mustNew(t, s64(7, 9), nil, 2), mustNew(t, s64(7, 9), s64(1, 7), 2), layout.PlanOptions{})
+		if err := layout.PlanCopyInto(&q, dst, src, opt); err != nil || q.Sig != p.Sig || !equal64(q.Shape, p.Shape) ||
+			!equal64(q.DstStrides, p.DstStrides) || !equal64(q.SrcStrides, p.SrcStrides) || q.DstOffset != p.DstOffset || q.SrcOffset != p.SrcOffset {
+			t.Fatalf("reused plan %+v differs from %+v (%v)", q, p, err)
+		}
+	})
+}
+
+// FuzzPlanCopy decodes a dst/src pair from the fuzz input; the planner must
+// never panic, and an accepted pair must be planned exactly.
+func FuzzPlanCopy(f *testing.F) {
+	f.Add([]byte{2, 4, 3, 4, 1, 2, 2, 0xfd, 1, 0x02})
+	f.Add([]byte{3, 1, 5, 5, 5, 25, 5, 1, 3, 1, 5, 25, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dst, src, opt, ok := decodePair(data)
+		if !ok {
+			return
+		}
+		p, err := layout.PlanCopy(dst, src, opt)
+		if err != nil {
+			return
+		}
+		checkPairs(t, dst, src, p)
+		checkGuarantees(t, p, opt, dst.Itemsize())
+	})
+}
+
+// decodePair reads: ndim, itemsize, extents, dst strides, src ndim, src
+// extents-or-1 flags and strides, alignments; all small signed bytes.
+func decodePair(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok bool) {
+	next := func() int64 {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int64(int8(b))
+	}
+	nd := int(uint8(next()) % 7)
+	item := int(uint8(next())%24) + 1
+	shape := make([]int64, nd)
+	vol := int64(1)
+	for i := range shape {
+		shape[i] = int64(uint8(next()) % 9)
+		vol *= max(shape[i], 1)
+	}
+	if vol*int64(item) > 1<<16 {
+		return dst, src, opt, false
+	}
+	dsts := make([]int64, nd)
+	for i := range dsts {
+		dsts[i] = next()
+	}
+	ns := int(uint8(next())) % (nd + 1)
+	sshape := make([]int64, ns)
+	sst := make([]int64, ns)
+	for j := range sshape {
+		sshape[j] = shape[nd-ns+j]
+		if next()&1 == 1 {
+			sshape[j] = 1
+		}
+		sst[j] = next()
+	}
+	aligns := []int{0, 1, 2, 4, 8, 16, 32, 3}
+	opt.DstAlign = aligns[uint8(next())%8]
+	opt.SrcAlign = aligns[uint8(next())%8]
+	var err error
+	if dst, err = layout.New(shape, dsts, item); err != nil {
+		return dst, src, opt, false
+	}
+	if src, err = layout.New(sshape, sst, item); err != nil {
+		return dst, src, opt, false
+	}
+	return dst, src, opt, true
+}
