@@ -1,0 +1,206 @@
+package cuda
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// Device attribute codes (CUdevice_attribute) used here.
+const (
+	attrMaxThreadsPerBlock         = 1
+	attrMaxSharedMemoryPerBlock    = 8
+	attrMultiprocessorCount        = 16
+	attrUnifiedAddressing          = 41
+	attrComputeCapabilityMajor     = 75
+	attrComputeCapabilityMinor     = 76
+	attrManagedMemory              = 83
+	attrMaxSharedMemoryPerBlockOpt = 97
+	attrMemoryPoolsSupported       = 115
+)
+
+// Device is one CUDA device with its primary context, retained for the life
+// of the process. Devices are shared: GetDevice returns the same *Device for
+// an ordinal every time. All methods are safe for concurrent use.
+type Device struct {
+	ordinal int
+	handle  int32   // CUdevice
+	ctx     uintptr // CUcontext: the retained primary context
+
+	name                    string
+	major, minor            int
+	smCount                 int
+	maxThreadsPerBlock      int
+	totalMem                int64
+	maxShared, maxSharedOpt int
+	memPools, managed       bool
+}
+
+var devices struct {
+	mu   sync.Mutex
+	byID map[int]*Device
+}
+
+// DeviceCount returns the number of CUDA devices, or an error wrapping
+// ErrNoDriver where there is no driver.
+func DeviceCount() (int, error) {
+	if err := loadDriver(); err != nil {
+		return 0, err
+	}
+	var n int32
+	r, _, _ := purego.SyscallN(drv.cuDeviceGetCount, uintptr(unsafe.Pointer(&n)))
+	return int(n), check("cuDeviceGetCount", r)
+}
+
+// GetDevice returns device ordinal, retaining its primary context at the
+// first call and querying its properties.
+func GetDevice(ordinal int) (*Device, error) {
+	if err := loadDriver(); err != nil {
+		return nil, err
+	}
+	devices.mu.Lock()
+	defer devices.mu.Unlock()
+	if d := devices.byID[ordinal]; d != nil {
+		return d, nil
+	}
+	n, err := DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, fmt.Errorf("cuda: device %d: %w (have %d)", ordinal, ErrInvalidDevice, n)
+	}
+	d := &Device{ordinal: ordinal}
+	r, _, _ := purego.SyscallN(drv.cuDeviceGet, uintptr(unsafe.Pointer(&d.handle)), uintptr(ordinal))
+	if err := check("cuDeviceGet", r); err != nil {
+		return nil, err
+	}
+	var name [256]byte
+	r, _, _ = purego.SyscallN(drv.cuDeviceGetName, uintptr(unsafe.Pointer(&name[0])), uintptr(len(name)), uintptr(d.handle))
+	if err := check("cuDeviceGetName", r); err != nil {
+		return nil, err
+	}
+	d.name = goString(uintptr(unsafe.Pointer(&name[0])))
+	runtime.KeepAlive(&name)
+	var total uintptr
+	r, _, _ = purego.SyscallN(drv.cuDeviceTotalMem, uintptr(unsafe.Pointer(&total)), uintptr(d.handle))
+	if err := check("cuDeviceTotalMem_v2", r); err != nil {
+		return nil, err
+	}
+	d.totalMem = int64(total)
+	for _, a := range []struct {
+		attr int
+		dst  *int
+	}{
+		{attrComputeCapabilityMajor, &d.major},
+		{attrComputeCapabilityMinor, &d.minor},
+		{attrMultiprocessorCount, &d.smCount},
+		{attrMaxThreadsPerBlock, &d.maxThreadsPerBlock},
+		{attrMaxSharedMemoryPerBlock, &d.maxShared},
+		{attrMaxSharedMemoryPerBlockOpt, &d.maxSharedOpt},
+	} {
+		v, err := d.attribute(a.attr)
+		if err != nil {
+			return nil, err
+		}
+		*a.dst = v
+	}
+	if v, err := d.attribute(attrMemoryPoolsSupported); err == nil {
+		d.memPools = v != 0 && drv.cuMemAllocAsync != 0 && drv.cuMemFreeAsync != 0
+	}
+	if v, err := d.attribute(attrManagedMemory); err == nil {
+		d.managed = v != 0
+	}
+	r, _, _ = purego.SyscallN(drv.cuDevicePrimaryCtxRetain, uintptr(unsafe.Pointer(&d.ctx)), uintptr(d.handle))
+	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
+		return nil, err
+	}
+	if devices.byID == nil {
+		devices.byID = map[int]*Device{}
+	}
+	devices.byID[ordinal] = d
+	return d, nil
+}
+
+func (d *Device) attribute(attr int) (int, error) {
+	var v int32
+	r, _, _ := purego.SyscallN(drv.cuDeviceGetAttribute, uintptr(unsafe.Pointer(&v)), uintptr(attr), uintptr(d.handle))
+	return int(v), check("cuDeviceGetAttribute", r)
+}
+
+// Attribute returns a raw CUdevice_attribute value of the device.
+func (d *Device) Attribute(attr int) (int, error) { return d.attribute(attr) }
+
+// Ordinal returns the device's ordinal, as given to GetDevice.
+func (d *Device) Ordinal() int { return d.ordinal }
+
+// Name returns the device's name, e.g. "NVIDIA H200".
+func (d *Device) Name() string { return d.name }
+
+// ComputeCapability returns the device's compute capability, e.g. 9, 0.
+func (d *Device) ComputeCapability() (major, minor int) { return d.major, d.minor }
+
+// Arch returns the compute capability as one number, 10·major + minor: 90
+// for sm_90.
+func (d *Device) Arch() int { return 10*d.major + d.minor }
+
+// SMCount returns the number of streaming multiprocessors.
+func (d *Device) SMCount() int { return d.smCount }
+
+// MaxThreadsPerBlock returns the most threads a block may have.
+func (d *Device) MaxThreadsPerBlock() int { return d.maxThreadsPerBlock }
+
+// TotalMemory returns the device's memory in bytes.
+func (d *Device) TotalMemory() int64 { return d.totalMem }
+
+// MaxSharedMemoryPerBlock returns the shared memory a block gets without
+// opting in, in bytes (48 KiB on current GPUs).
+func (d *Device) MaxSharedMemoryPerBlock() int { return d.maxShared }
+
+// MaxSharedMemoryPerBlockOptin returns the shared memory a block may get
+// after Function.SetMaxDynamicSharedMemory, in bytes.
+func (d *Device) MaxSharedMemoryPerBlockOptin() int { return d.maxSharedOpt }
+
+// MemoryPoolsSupported reports whether Alloc is stream-ordered
+// (cuMemAllocAsync) on this device.
+func (d *Device) MemoryPoolsSupported() bool { return d.memPools }
+
+func (d *Device) String() string {
+	return fmt.Sprintf("cuda:%d (%s, sm_%d)", d.ordinal, d.name, d.Arch())
+}
+
+// enter locks the goroutine to its OS thread and makes the device's context
+// current there; the caller must call runtime.UnlockOSThread after its driver
+// calls, whatever enter returns.
+func (d *Device) enter() error {
+	runtime.LockOSThread()
+	r, _, _ := purego.SyscallN(drv.cuCtxSetCurrent, d.ctx)
+	if r != 0 {
+		return newError("cuCtxSetCurrent", r)
+	}
+	return nil
+}
+
+// call makes one driver call in the device's context. Pointers converted
+// to uintptr in its arguments stay on the heap and alive for the call.
+//
+//go:uintptrescapes
+func (d *Device) call(name string, fn uintptr, args ...uintptr) error {
+	err := d.enter()
+	if err == nil {
+		r, _, _ := purego.SyscallN(fn, args...)
+		if r != 0 {
+			err = newError(name, r)
+		}
+	}
+	runtime.UnlockOSThread()
+	return err
+}
+
+// Synchronize waits for all work on the device's primary context.
+func (d *Device) Synchronize() error {
+	return d.call("cuCtxSynchronize", drv.cuCtxSynchronize)
+}

@@ -1,0 +1,317 @@
+package cuda
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// drv holds the driver's entry points, filled once by loadDriver.
+var drv struct {
+	once sync.Once
+	err  error
+	path string
+
+	cuInit, cuDriverGetVersion, cuGetErrorName, cuGetErrorString         uintptr
+	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute uintptr
+	cuDeviceTotalMem                                                     uintptr
+	cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease                  uintptr
+	cuCtxSetCurrent, cuCtxGetCurrent, cuCtxSynchronize                   uintptr
+	cuStreamCreate, cuStreamDestroy, cuStreamSynchronize                 uintptr
+	cuStreamWaitEvent, cuStreamQuery                                     uintptr
+	cuEventCreate, cuEventDestroy, cuEventRecord, cuEventSynchronize     uintptr
+	cuEventElapsedTime, cuEventQuery                                     uintptr
+	cuMemAlloc, cuMemFree, cuMemAllocHost, cuMemFreeHost                 uintptr
+	cuMemHostAlloc, cuMemAllocManaged                                    uintptr
+	cuMemAllocAsync, cuMemFreeAsync                                      uintptr // optional (CUDA 11.2)
+	cuPointerGetAttributes                                               uintptr
+	cuMemcpy, cuMemcpyAsync, cuMemcpyHtoD, cuMemcpyDtoH, cuMemcpyDtoD    uintptr
+	cuMemcpyHtoDAsync, cuMemcpyDtoHAsync, cuMemcpyDtoDAsync              uintptr
+	cuMemsetD8, cuMemsetD8Async                                          uintptr
+	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction                uintptr
+	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel               uintptr
+	cuFuncGetParamInfo                                                   uintptr // optional (CUDA 12.4)
+}
+
+type symbol struct {
+	name     string
+	p        *uintptr
+	optional bool
+}
+
+func driverSymbols() []symbol {
+	d := &drv
+	return []symbol{
+		{"cuInit", &d.cuInit, false},
+		{"cuDriverGetVersion", &d.cuDriverGetVersion, false},
+		{"cuGetErrorName", &d.cuGetErrorName, false},
+		{"cuGetErrorString", &d.cuGetErrorString, false},
+		{"cuDeviceGetCount", &d.cuDeviceGetCount, false},
+		{"cuDeviceGet", &d.cuDeviceGet, false},
+		{"cuDeviceGetName", &d.cuDeviceGetName, false},
+		{"cuDeviceGetAttribute", &d.cuDeviceGetAttribute, false},
+		{"cuDeviceTotalMem_v2", &d.cuDeviceTotalMem, false},
+		{"cuDevicePrimaryCtxRetain", &d.cuDevicePrimaryCtxRetain, false},
+		{"cuDevicePrimaryCtxRelease_v2", &d.cuDevicePrimaryCtxRelease, false},
+		{"cuCtxSetCurrent", &d.cuCtxSetCurrent, false},
+		{"cuCtxGetCurrent", &d.cuCtxGetCurrent, false},
+		{"cuCtxSynchronize", &d.cuCtxSynchronize, false},
+		{"cuStreamCreate", &d.cuStreamCreate, false},
+		{"cuStreamDestroy_v2", &d.cuStreamDestroy, false},
+		{"cuStreamSynchronize", &d.cuStreamSynchronize, false},
+		{"cuStreamWaitEvent", &d.cuStreamWaitEvent, false},
+		{"cuStreamQuery", &d.cuStreamQuery, false},
+		{"cuEventCreate", &d.cuEventCreate, false},
+		{"cuEventDestroy_v2", &d.cuEventDestroy, false},
+		{"cuEventRecord", &d.cuEventRecord, false},
+		{"cuEventSynchronize", &d.cuEventSynchronize, false},
+		{"cuEventElapsedTime", &d.cuEventElapsedTime, false},
+		{"cuEventQuery", &d.cuEventQuery, false},
+		{"cuMemAlloc_v2", &d.cuMemAlloc, false},
+		{"cuMemFree_v2", &d.cuMemFree, false},
+		{"cuMemAllocHost_v2", &d.cuMemAllocHost, false},
+		{"cuMemFreeHost", &d.cuMemFreeHost, false},
+		{"cuMemHostAlloc", &d.cuMemHostAlloc, false},
+		{"cuMemAllocManaged", &d.cuMemAllocManaged, false},
+		{"cuMemAllocAsync", &d.cuMemAllocAsync, true},
+		{"cuMemFreeAsync", &d.cuMemFreeAsync, true},
+		{"cuPointerGetAttributes", &d.cuPointerGetAttributes, false},
+		{"cuMemcpy", &d.cuMemcpy, false},
+		{"cuMemcpyAsync", &d.cuMemcpyAsync, false},
+		{"cuMemcpyHtoD_v2", &d.cuMemcpyHtoD, false},
+		{"cuMemcpyDtoH_v2", &d.cuMemcpyDtoH, false},
+		{"cuMemcpyDtoD_v2", &d.cuMemcpyDtoD, false},
+		{"cuMemcpyHtoDAsync_v2", &d.cuMemcpyHtoDAsync, false},
+		{"cuMemcpyDtoHAsync_v2", &d.cuMemcpyDtoHAsync, false},
+		{"cuMemcpyDtoDAsync_v2", &d.cuMemcpyDtoDAsync, false},
+		{"cuMemsetD8_v2", &d.cuMemsetD8, false},
+		{"cuMemsetD8Async", &d.cuMemsetD8Async, false},
+		{"cuModuleLoadData", &d.cuModuleLoadData, false},
+		{"cuModuleUnload", &d.cuModuleUnload, false},
+		{"cuModuleGetFunction", &d.cuModuleGetFunction, false},
+		{"cuFuncSetAttribute", &d.cuFuncSetAttribute, false},
+		{"cuFuncGetAttribute", &d.cuFuncGetAttribute, false},
+		{"cuLaunchKernel", &d.cuLaunchKernel, false},
+		{"cuFuncGetParamInfo", &d.cuFuncGetParamInfo, true},
+	}
+}
+
+// bindSymbols looks every symbol up with Dlsym; a missing required one is an
+// error naming it (purego.RegisterLibFunc would panic instead).
+func bindSymbols(lib uintptr, path string, syms []symbol) error {
+	var missing []string
+	for _, s := range syms {
+		p, err := purego.Dlsym(lib, s.name)
+		if err != nil || p == 0 {
+			if !s.optional {
+				missing = append(missing, s.name)
+			}
+			continue
+		}
+		*s.p = p
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%s lacks %s", path, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// loadDriver loads libcuda.so.1 and calls cuInit(0), once.
+func loadDriver() error {
+	drv.once.Do(func() {
+		var tried []string
+		for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
+			lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			if err != nil {
+				tried = append(tried, name+" ("+firstLine(err.Error())+")")
+				continue
+			}
+			if err := bindSymbols(lib, name, driverSymbols()); err != nil {
+				tried = append(tried, name+" ("+err.Error()+")")
+				continue
+			}
+			drv.path = name
+			break
+		}
+		if drv.path == "" {
+			drv.err = fmt.Errorf("%w: tried %s", ErrNoDriver, strings.Join(tried, "; "))
+			return
+		}
+		r, _, _ := purego.SyscallN(drv.cuInit, 0)
+		if r != 0 {
+			drv.err = fmt.Errorf("%w: %s: %w", ErrNoDriver, drv.path, newError("cuInit", r))
+		}
+	})
+	return drv.err
+}
+
+// DriverVersion returns the CUDA version the driver supports, as
+// 1000·major + 10·minor (e.g. 13000 for CUDA 13.0).
+func DriverVersion() (int, error) {
+	if err := loadDriver(); err != nil {
+		return 0, err
+	}
+	var v int32
+	r, _, _ := purego.SyscallN(drv.cuDriverGetVersion, uintptr(unsafe.Pointer(&v)))
+	return int(v), check("cuDriverGetVersion", r)
+}
+
+// nv holds NVRTC's entry points, filled once by loadNVRTC.
+var nv struct {
+	once         sync.Once
+	err          error
+	path         string
+	major, minor int
+
+	nvrtcVersion, nvrtcGetErrorString                              uintptr
+	nvrtcCreateProgram, nvrtcDestroyProgram, nvrtcCompileProgram   uintptr
+	nvrtcGetProgramLogSize, nvrtcGetProgramLog                     uintptr
+	nvrtcGetPTXSize, nvrtcGetPTX, nvrtcGetCUBINSize, nvrtcGetCUBIN uintptr
+	nvrtcGetNumSupportedArchs, nvrtcGetSupportedArchs              uintptr
+}
+
+func nvrtcSymbols() []symbol {
+	n := &nv
+	return []symbol{
+		{"nvrtcVersion", &n.nvrtcVersion, false},
+		{"nvrtcGetErrorString", &n.nvrtcGetErrorString, false},
+		{"nvrtcCreateProgram", &n.nvrtcCreateProgram, false},
+		{"nvrtcDestroyProgram", &n.nvrtcDestroyProgram, false},
+		{"nvrtcCompileProgram", &n.nvrtcCompileProgram, false},
+		{"nvrtcGetProgramLogSize", &n.nvrtcGetProgramLogSize, false},
+		{"nvrtcGetProgramLog", &n.nvrtcGetProgramLog, false},
+		{"nvrtcGetPTXSize", &n.nvrtcGetPTXSize, false},
+		{"nvrtcGetPTX", &n.nvrtcGetPTX, false},
+		{"nvrtcGetCUBINSize", &n.nvrtcGetCUBINSize, false},
+		{"nvrtcGetCUBIN", &n.nvrtcGetCUBIN, false},
+		{"nvrtcGetNumSupportedArchs", &n.nvrtcGetNumSupportedArchs, false},
+		{"nvrtcGetSupportedArchs", &n.nvrtcGetSupportedArchs, false},
+	}
+}
+
+// nvrtcCandidates lists, in search order, what loadNVRTC tries.
+func nvrtcCandidates() []string {
+	var c []string
+	if p := os.Getenv("STRIDEKIT_NVRTC"); p != "" {
+		c = append(c, p)
+	}
+	c = append(c, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+	var dirs []string
+	if h := os.Getenv("CUDA_HOME"); h != "" {
+		dirs = append(dirs, filepath.Join(h, "lib64"))
+	}
+	dirs = append(dirs, "/usr/local/cuda/lib64")
+	for _, d := range dirs {
+		for _, n := range []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"} {
+			c = append(c, filepath.Join(d, n))
+		}
+	}
+	return c
+}
+
+// loadNVRTC loads NVRTC along nvrtcCandidates, once.
+func loadNVRTC() error {
+	nv.once.Do(func() {
+		var tried []string
+		for _, name := range nvrtcCandidates() {
+			if strings.Contains(name, "/") {
+				if _, err := os.Stat(name); err != nil {
+					tried = append(tried, name+" (absent)")
+					continue
+				}
+			}
+			lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+			if err != nil {
+				tried = append(tried, name+" ("+firstLine(err.Error())+")")
+				continue
+			}
+			if err := bindSymbols(lib, name, nvrtcSymbols()); err != nil {
+				tried = append(tried, name+" ("+err.Error()+")")
+				continue
+			}
+			nv.path = name
+			break
+		}
+		if nv.path == "" {
+			nv.err = fmt.Errorf("%w: tried %s", ErrNoNVRTC, strings.Join(tried, ", "))
+			return
+		}
+		var major, minor int32
+		r, _, _ := purego.SyscallN(nv.nvrtcVersion, uintptr(unsafe.Pointer(&major)), uintptr(unsafe.Pointer(&minor)))
+		if r != 0 {
+			nv.err = fmt.Errorf("%w: %s: %w", ErrNoNVRTC, nv.path, nvrtcErr("nvrtcVersion", r))
+			return
+		}
+		nv.major, nv.minor = int(major), int(minor)
+	})
+	return nv.err
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// goString copies the NUL-terminated C string at p.
+func goString(p uintptr) string {
+	if p == 0 {
+		return ""
+	}
+	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
+	n := 0
+	for *(*byte)(unsafe.Add(ptr, n)) != 0 {
+		n++
+	}
+	return string(unsafe.Slice((*byte)(ptr), n))
+}
+
+// cString returns s as a NUL-terminated byte slice on the Go heap.
+func cString(s string) []byte {
+	b := make([]byte, len(s)+1)
+	copy(b, s)
+	return b
+}
+
+// newError turns a CUresult into an *Error, asking the driver for its name
+// and description.
+func newError(call string, r uintptr) error {
+	code := int(int32(r))
+	e := &Error{Call: call, Code: code}
+	var name, desc uintptr
+	if drv.cuGetErrorName != 0 {
+		purego.SyscallN(drv.cuGetErrorName, r, uintptr(unsafe.Pointer(&name)))
+		purego.SyscallN(drv.cuGetErrorString, r, uintptr(unsafe.Pointer(&desc)))
+	}
+	e.Name, e.Desc = goString(name), goString(desc)
+	if e.Name == "" {
+		e.Name = "CUDA_ERROR_" + fmt.Sprint(code)
+	}
+	return e
+}
+
+// check returns nil for CUDA_SUCCESS and an *Error otherwise.
+func check(call string, r uintptr) error {
+	if r == 0 {
+		return nil
+	}
+	return newError(call, r)
+}
+
+func nvrtcErr(call string, r uintptr) *NVRTCError {
+	e := &NVRTCError{Call: call, Code: int(int32(r))}
+	if nv.nvrtcGetErrorString != 0 {
+		p, _, _ := purego.SyscallN(nv.nvrtcGetErrorString, r)
+		e.Name = goString(p)
+	}
+	if e.Name == "" {
+		e.Name = "NVRTC_ERROR_" + fmt.Sprint(e.Code)
+	}
+	return e
+}
