@@ -233,31 +233,42 @@ func ParseDType(name string) (DType, error) {
 		}
 		return Opaque(n)
 	}
-	lanes := 1
+	if d, ok := scalarByName(s); ok {
+		return d, nil
+	}
+	// A lanes suffix: "float32x4".
 	if i := strings.LastIndexByte(s, 'x'); i > 0 {
-		if n, err := strconv.Atoi(s[i+1:]); err == nil {
-			if n < 1 || n > maxDTypeLanes {
+		base := s[:i]
+		if a, ok := dtypeAliases[base]; ok {
+			base = a
+		}
+		if d, ok := scalarByName(base); ok {
+			n, err := strconv.Atoi(s[i+1:])
+			if err == nil && (n < 1 || n > maxDTypeLanes) {
 				return DType{}, fmt.Errorf("%w: dtype %q: lanes %d out of range [1,%d]", ErrDType, name, n, maxDTypeLanes)
 			}
-			lanes, s = n, s[:i]
-			if a, ok := dtypeAliases[s]; ok {
-				s = a
-			}
-		}
-	}
-	for code, info := range dtypeInfo {
-		if code == KDLOpaqueHandle {
-			continue
-		}
-		for _, b := range info.bits {
-			d := DType{uint8(code), b, 1}
-			if d.Name() == s {
-				d.lanes = uint16(lanes)
+			if err == nil {
+				d.lanes = uint16(n)
 				return d, nil
 			}
 		}
 	}
 	return DType{}, fmt.Errorf("%w: unknown dtype %q", ErrDType, name)
+}
+
+// scalarByName finds the one-lane DType whose canonical name is s.
+func scalarByName(s string) (DType, bool) {
+	for code, info := range dtypeInfo {
+		if code == KDLOpaqueHandle {
+			continue
+		}
+		for _, b := range info.bits {
+			if d := (DType{uint8(code), b, 1}); d.Name() == s {
+				return d, true
+			}
+		}
+	}
+	return DType{}, false
 }
 
 // Layout returns the layout of elements of d with the given shape and
