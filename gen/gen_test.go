@@ -1,0 +1,213 @@
+package gen
+
+import (
+	"bytes"
+	"encoding/binary"
+	"flag"
+	"math/big"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stridekit/stridekit/layout"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// goldenSigs are the signatures whose CUDA source and Go file are pinned.
+var goldenSigs = []string{
+	"contig:nd=1,item=16,vec=1,idx=32",
+	"elem:nd=3,item=4,vec=1,idx=32",
+	"tile:nd=3,fast=0,item=4,vec=4,idx=32",
+	"tile:nd=2,fast=0,item=1,vec=16,idx=64",
+	"bcast:nd=2,item=4,vec=4,idx=32",
+	"fill:nd=2,item=12,vec=1,idx=64",
+}
+
+func mustSig(t testing.TB, s string) layout.Signature {
+	t.Helper()
+	sig, err := layout.ParseSignature(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./gen -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run go test ./gen -update if the change is intended)", path)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	var sigs []layout.Signature
+	for _, s := range goldenSigs {
+		sig := mustSig(t, s)
+		sigs = append(sigs, sig)
+		src, err := Source(sig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, Name(sig)+".cu", []byte(src))
+	}
+	var b bytes.Buffer
+	spec := Spec{Package: "golden", Sigs: sigs, Command: "stridegen -sigfile golden.sigs"}
+	if err := spec.Render(&b); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "kernels.go.golden", b.Bytes())
+}
+
+// TestDeterministic renders every default signature twice, and the file
+// twice, and wants identical bytes.
+func TestDeterministic(t *testing.T) {
+	sigs := DefaultSet()
+	for _, sig := range sigs {
+		a, err := Source(sig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := Source(sig)
+		if a != b {
+			t.Fatalf("%v: two renderings differ", sig)
+		}
+		if !strings.Contains(a, `extern "C" __global__ void __launch_bounds__(`) || !strings.Contains(a, Name(sig)+"(") {
+			t.Fatalf("%v: no kernel %s in the source", sig, Name(sig))
+		}
+	}
+	var x, y bytes.Buffer
+	if err := (&Spec{Package: "p", Sigs: sigs[:40]}).Render(&x); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Spec{Package: "p", Sigs: sigs[:40]}).Render(&y); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x.Bytes(), y.Bytes()) {
+		t.Fatal("two renderings of one Spec differ")
+	}
+	if !bytes.HasPrefix(x.Bytes(), []byte("// "+Header+"\n")) {
+		t.Fatalf("no header: %.80s", x.String())
+	}
+}
+
+func TestNames(t *testing.T) {
+	for s, want := range map[string]string{
+		"tile:nd=3,fast=0,item=4,vec=4,idx=32": "sk_tile_nd3_f0_i4_v4_i32",
+		"elem:nd=6,item=16,vec=1,idx=64":       "sk_elem_nd6_i16_v1_i64",
+		"fill:nd=1,item=1,vec=16,idx=32":       "sk_fill_nd1_i1_v16_i32",
+	} {
+		if got := Name(mustSig(t, s)); got != want {
+			t.Errorf("Name(%s) = %s, want %s", s, got, want)
+		}
+	}
+	if camel("sk_tile_nd3_f0_i4_v4_i32") != "SkTileNd3F0I4V4I32" {
+		t.Error(camel("sk_tile_nd3_f0_i4_v4_i32"))
+	}
+}
+
+func TestCheckRejects(t *testing.T) {
+	for _, sig := range []layout.Signature{
+		{Class: layout.ClassMemcpy, NDim: 1, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassContiguous, NDim: 2, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassElementwise, NDim: MaxNDim + 1, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassTile, NDim: 2, Fast: 1, Itemsize: 4, Vec: 1},
+	} {
+		if err := Check(sig); err == nil {
+			t.Errorf("Check(%+v) = nil", sig)
+		}
+	}
+	if err := (&Spec{Package: "p", Sigs: []layout.Signature{{Class: layout.ClassNone}}}).Render(new(bytes.Buffer)); err == nil {
+		t.Error("Render accepted a class without kernel")
+	}
+}
+
+func checkMagic(t *testing.T, d, n uint64, is64 bool) {
+	var mul uint64
+	var shr uint32
+	var q uint64
+	if is64 {
+		mul, shr = Magic64(d)
+		if d == 1 {
+			q = n
+		} else {
+			hi := new(big.Int).Mul(new(big.Int).SetUint64(n), new(big.Int).SetUint64(mul))
+			q = hi.Rsh(hi, 64+uint(shr)).Uint64()
+		}
+	} else {
+		mul, shr = Magic32(d)
+		if d == 1 {
+			q = n
+		} else {
+			if mul>>32 != 0 {
+				t.Fatalf("Magic32(%d) multiplier %#x over 32 bits", d, mul)
+			}
+			q = (n * mul) >> 32 >> shr
+		}
+	}
+	if q != n/d {
+		t.Fatalf("magic (64=%v) %d/%d = %d, want %d (mul %#x shr %d)", is64, n, d, q, n/d, mul, shr)
+	}
+}
+
+func TestMagic(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ds := []uint64{1, 2, 3, 5, 7, 64, 100, 255, 256, 1000, 65535, 65536, 1<<20 + 1, 1<<31 - 1, 1 << 31}
+	for i := 0; i < 200; i++ {
+		ds = append(ds, r.Uint64N(1<<31)+1)
+	}
+	for _, d := range ds {
+		for _, n := range []uint64{0, 1, d - 1, d, d + 1, 2*d - 1, 1<<31 - 1, 1<<31 - 2, r.Uint64N(1 << 31)} {
+			if n < 1<<31 {
+				checkMagic(t, d, n, false)
+			}
+		}
+	}
+	for i := 0; i < 200; i++ {
+		ds = append(ds, r.Uint64N(1<<62)+1, 1<<uint(r.IntN(63)))
+	}
+	for _, d := range ds {
+		for _, n := range []uint64{0, 1, d - 1, d, d + 1, 1<<63 - 1, r.Uint64N(1 << 63)} {
+			if n < 1<<63 {
+				checkMagic(t, d, n, true)
+			}
+		}
+	}
+}
+
+func TestPackLayout(t *testing.T) {
+	sig := mustSig(t, "tile:nd=3,fast=1,item=4,vec=4,idx=32")
+	p := &layout.Plan{Sig: sig, Shape: []int64{5, 256, 128}, DstStrides: []int64{256 * 128, 128, 1},
+		SrcStrides: []int64{256 * 128, 1, 256}, Volume: 5 * 256 * 128}
+	buf := make([]byte, ArgsSize(3))
+	grid, block, err := Pack(sig, p, 132, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	if n := le.Uint64(buf); n != 5*4*2 || grid[0] != 40 || block[0] != 256 {
+		t.Fatalf("ntiles %d grid %v block %v", n, grid, block)
+	}
+	if got := int64(le.Uint64(buf[32+8*1:])); got != 256 {
+		t.Fatalf("shape[1] = %d", got)
+	}
+	if _, _, err := Pack(mustSig(t, "tile:nd=3,fast=0,item=4,vec=4,idx=32"), p, 132, buf); err == nil {
+		t.Fatal("Pack accepted a plan of another signature")
+	}
+}
