@@ -1,0 +1,163 @@
+package jit
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// ErrNoKernel is returned by Cache.Kernel for a signature nothing registered.
+var ErrNoKernel = errors.New("jit: no kernel registered")
+
+// Cache holds loaded kernels per device context, safe for concurrent use;
+// concurrent requests for one kernel load (and compile) it once. The zero
+// Cache is not usable: use NewCache or Default.
+type Cache struct {
+	mu      sync.RWMutex
+	funcs   map[funcKey]cuda.Function
+	modules []*cuda.Module
+	sigs    sync.Map // sigKey → sigEntry: the lock-free fast path of Kernel
+	flight  singleflight.Group
+	closed  bool
+}
+
+type funcKey struct {
+	dev                 *cuda.Device // one primary context per device
+	source, name, flags string
+	arch                int
+}
+
+type sigKey struct {
+	dev *cuda.Device
+	sig layout.Signature
+}
+
+type sigEntry struct {
+	fn cuda.Function
+	k  Kernel
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache { return &Cache{funcs: map[funcKey]cuda.Function{}} }
+
+// Default is the process's Cache.
+var Default = NewCache()
+
+// Function returns kernel name of source loaded on dev: from memory if
+// loaded before; else from aot["sm_XX"] for the device's architecture when
+// present and loadable; else compiled (CompileCached, so the disk cache
+// applies) for opts.Arch, or the device's architecture when that is 0.
+func (c *Cache) Function(dev *cuda.Device, source, name string, opts Options, aot map[string][]byte) (cuda.Function, error) {
+	if opts.Arch == 0 {
+		opts.Arch = dev.Arch()
+	}
+	key := funcKey{dev: dev, source: source, name: name, flags: flagsKey(opts.Flags), arch: opts.Arch}
+	c.mu.RLock()
+	fn, ok := c.funcs[key]
+	closed := c.closed
+	c.mu.RUnlock()
+	if closed {
+		return cuda.Function{}, cuda.ErrClosed
+	}
+	if ok {
+		stats.memHits.Add(1)
+		return fn, nil
+	}
+	fk := strconv.Itoa(dev.Ordinal()) + "\x00" + strconv.Itoa(opts.Arch) + "\x00" + name + "\x00" + key.flags + "\x00" + source
+	v, err, _ := c.flight.Do(fk, func() (any, error) {
+		c.mu.RLock()
+		fn, ok := c.funcs[key]
+		c.mu.RUnlock()
+		if ok {
+			return fn, nil
+		}
+		fn, m, err := load(dev, source, name, opts, aot)
+		if err != nil {
+			return cuda.Function{}, err
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closed {
+			m.Close()
+			return cuda.Function{}, cuda.ErrClosed
+		}
+		c.funcs[key] = fn
+		c.modules = append(c.modules, m)
+		return fn, nil
+	})
+	return v.(cuda.Function), err
+}
+
+func load(dev *cuda.Device, source, name string, opts Options, aot map[string][]byte) (cuda.Function, *cuda.Module, error) {
+	if img := aot["sm_"+strconv.Itoa(dev.Arch())]; len(img) > 0 {
+		if m, err := dev.LoadModule(img); err == nil {
+			stats.loads.Add(1)
+			if fn, err := m.Function(name); err == nil {
+				return fn, m, nil
+			}
+			m.Close()
+		}
+	}
+	if source == "" {
+		return cuda.Function{}, nil, fmt.Errorf("jit: kernel %s: no source and no CUBIN for sm_%d: %w", name, dev.Arch(), ErrArch)
+	}
+	img, err := CompileCached(source, opts)
+	if err != nil {
+		return cuda.Function{}, nil, err
+	}
+	m, err := dev.LoadModule(img.Data)
+	if err != nil {
+		return cuda.Function{}, nil, fmt.Errorf("jit: load %s (%s): %w", name, targetOption(img.Arch, img.PTX), err)
+	}
+	stats.loads.Add(1)
+	fn, err := m.Function(name)
+	if err != nil {
+		m.Close()
+		return cuda.Function{}, nil, err
+	}
+	return fn, m, nil
+}
+
+// Kernel returns the kernel registered for sig and its function loaded on
+// dev. A hit costs one lock-free map lookup.
+func (c *Cache) Kernel(dev *cuda.Device, sig layout.Signature) (cuda.Function, Kernel, error) {
+	if v, ok := c.sigs.Load(sigKey{dev, sig}); ok {
+		stats.memHits.Add(1)
+		e := v.(*sigEntry)
+		return e.fn, e.k, nil
+	}
+	k, ok := Lookup(sig)
+	if !ok {
+		return cuda.Function{}, Kernel{}, fmt.Errorf("%w for %v", ErrNoKernel, sig)
+	}
+	fn, err := c.Function(dev, k.Source, k.Name, Options{}, k.Cubin)
+	if err != nil {
+		return cuda.Function{}, Kernel{}, err
+	}
+	c.sigs.Store(sigKey{dev, sig}, &sigEntry{fn, k})
+	return fn, k, nil
+}
+
+// Close unloads every module the cache loaded; the functions it returned
+// must not be launched afterwards. Idempotent.
+func (c *Cache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	var errs []error
+	for _, m := range c.modules {
+		errs = append(errs, m.Close())
+	}
+	c.modules, c.funcs = nil, nil
+	c.sigs.Clear()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,183 @@
+package jit
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"os"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+func needGPU(tb testing.TB) *cuda.Device {
+	tb.Helper()
+	d, err := cuda.GetDevice(0)
+	if err == nil {
+		return d
+	}
+	if os.Getenv("STRIDEKIT_REQUIRE_GPU") == "1" {
+		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
+	}
+	tb.Skipf("no GPU: %.120s", err)
+	return nil
+}
+
+var testSig = layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: 4, Vec: 1}
+
+func launchCopy2d(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
+	rows, cols := int32(p.Shape[0]), int32(p.Shape[1])
+	ds, ss := p.DstStrides[0], p.SrcStrides[0]
+	return cuda.Launch(fn, cuda.Dim3{X: uint32(cols+127) / 128, Y: uint32(rows), Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0, stream,
+		unsafe.Pointer(&dst), unsafe.Pointer(&src), unsafe.Pointer(&rows), unsafe.Pointer(&cols),
+		unsafe.Pointer(&ds), unsafe.Pointer(&ss))
+}
+
+func TestRegistry(t *testing.T) {
+	k := Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d}
+	Register(k)
+	got, ok := Lookup(testSig)
+	if !ok || got.Name != "copy2d" {
+		t.Fatalf("Lookup: %v %v", got.Name, ok)
+	}
+	k.Name = "copy2d"
+	Register(k) // replaces, no panic
+	if _, ok := Lookup(layout.Signature{Class: layout.ClassTile, NDim: 3, Itemsize: 4, Vec: 1}); ok {
+		t.Error("Lookup of an unregistered signature succeeded")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Register of a kernel without Launch did not panic")
+			}
+		}()
+		Register(Kernel{Sig: testSig, Name: "x", Source: "y"})
+	}()
+	if len(Kernels()) == 0 {
+		t.Error("Kernels is empty")
+	}
+}
+
+// TestCacheOnGPU loads a registered kernel through a Cache (compile, then
+// memory hits; a fresh Cache hits the disk), launches it and checks the
+// copy; 32 goroutines asking at once load it once.
+func TestCacheOnGPU(t *testing.T) {
+	d := needGPU(t)
+	needNVRTC(t)
+	useCacheDir(t)
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
+	c := NewCache()
+	defer c.Close()
+	s0 := ReadStats()
+	var wg sync.WaitGroup
+	fns := make([]cuda.Function, 32)
+	errs := make([]error, 32)
+	for i := range fns {
+		wg.Go(func() { fns[i], _, errs[i] = c.Kernel(d, testSig) })
+	}
+	wg.Wait()
+	for i := range fns {
+		if errs[i] != nil || fns[i].Handle() != fns[0].Handle() {
+			t.Fatalf("goroutine %d: %v", i, errs[i])
+		}
+	}
+	s1 := ReadStats()
+	if s1.Compiles-s0.Compiles != 1 || s1.ModuleLoads-s0.ModuleLoads != 1 {
+		t.Errorf("32 concurrent requests: %d compiles, %d loads", s1.Compiles-s0.Compiles, s1.ModuleLoads-s0.ModuleLoads)
+	}
+	c2 := NewCache()
+	defer c2.Close()
+	if _, _, err := c2.Kernel(d, testSig); err != nil {
+		t.Fatal(err)
+	}
+	if s2 := ReadStats(); s2.Compiles != s1.Compiles || s2.DiskHits-s1.DiskHits != 1 {
+		t.Errorf("fresh cache did not hit the disk: %+v", s2)
+	}
+	// AOT CUBIN: loaded without compiling.
+	img, err := Compile(copyKernel, Options{Arch: d.Arch()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3 := ReadStats()
+	if _, err := NewCache().Function(d, copyKernel, "copy2d", Options{}, map[string][]byte{img.targetName(): img.Data}); err != nil {
+		t.Fatal(err)
+	}
+	if s4 := ReadStats(); !img.PTX && s4.Compiles != s3.Compiles {
+		t.Errorf("AOT image compiled anyway")
+	}
+	if _, _, err := c.Kernel(d, layout.Signature{Class: layout.ClassTile, NDim: 5, Itemsize: 4, Vec: 1}); !errors.Is(err, ErrNoKernel) {
+		t.Errorf("unregistered: %v", err)
+	}
+
+	// Launch: copy a 37×50 window of a 37×64 matrix into a dense 37×50 one.
+	fn, k, _ := c.Kernel(d, testSig)
+	const rows, cols, srcStride = 37, 50, 64
+	src := make([]byte, 4*rows*srcStride)
+	for i := range rows * srcStride {
+		binary.LittleEndian.PutUint32(src[4*i:], math.Float32bits(float32(i)))
+	}
+	sb, _ := d.Alloc(len(src), nil)
+	db, _ := d.Alloc(4*rows*cols, nil)
+	defer sb.Close()
+	defer db.Close()
+	if err := sb.CopyFromHost(src); err != nil {
+		t.Fatal(err)
+	}
+	p := &layout.Plan{Sig: testSig, Shape: []int64{rows, cols}, DstStrides: []int64{cols, 1}, SrcStrides: []int64{srcStride, 1}}
+	if err := k.Launch(fn, nil, db.Ptr(), sb.Ptr(), p); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4*rows*cols)
+	if err := db.CopyToHost(out); err != nil {
+		t.Fatal(err)
+	}
+	for r := range rows {
+		for c := range cols {
+			got := math.Float32frombits(binary.LittleEndian.Uint32(out[4*(r*cols+c):]))
+			if got != float32(r*srcStride+c) {
+				t.Fatalf("dst[%d][%d] = %v, want %v", r, c, got, float32(r*srcStride+c))
+			}
+		}
+	}
+}
+
+func (img Image) targetName() string { return targetOption(img.Arch, img.PTX) }
+
+// BenchmarkMemoryHit is Cache.Kernel on a loaded kernel (goal < 1 µs).
+func BenchmarkMemoryHit(b *testing.B) {
+	d := needGPU(b)
+	needNVRTC(b)
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
+	c := NewCache()
+	defer c.Close()
+	if _, _, err := c.Kernel(d, testSig); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := c.Kernel(d, testSig); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkMemoryHitBySource is Cache.Function on a loaded kernel, keyed by
+// its whole source.
+func BenchmarkMemoryHitBySource(b *testing.B) {
+	d := needGPU(b)
+	needNVRTC(b)
+	c := NewCache()
+	defer c.Close()
+	if _, err := c.Function(d, copyKernel, "copy2d", Options{}, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Function(d, copyKernel, "copy2d", Options{}, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
