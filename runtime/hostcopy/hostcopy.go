@@ -212,21 +212,22 @@ func moveRun(d, s unsafe.Pointer, cnt, dI, sI, w int64) {
 // moveTyped copies cnt elements of type T; the plan guarantees that every
 // address is aligned for T.
 func moveTyped[T any](d, s unsafe.Pointer, cnt, dI, sI int64) {
-	for range cnt {
-		*(*T)(d) = *(*T)(s)
-		d = unsafe.Add(d, dI)
-		s = unsafe.Add(s, sI)
+	for i := range cnt {
+		*(*T)(unsafe.Add(d, i*dI)) = *(*T)(unsafe.Add(s, i*sI))
 	}
 }
 
 // runTile runs a ClassTile plan: dst's dim n-1 and src's dim f (both of unit
-// stride in their own view) are walked in square blocks that fit in the L1
-// cache; every other dim is an outer loop.
+// stride in their own view) are walked in square blocks. Each block is read
+// from src one contiguous src row at a time into a small buffer, transposed
+// on the way, and written to dst one contiguous dst row at a time, so every
+// cache line of either view is touched in one burst: power-of-two row pitches
+// (which map a column of a block onto one cache set) cost nothing extra.
 func runTile(p *layout.Plan, d, s unsafe.Pointer, w int64, nw int) {
 	n := len(p.Shape)
 	f := int(p.Sig.Fast)
 	blk := int64(64)
-	if w >= 8 {
+	if w >= 4 {
 		blk = 32
 	}
 	eL, eF := p.Shape[n-1], p.Shape[f]
@@ -240,6 +241,8 @@ func runTile(p *layout.Plan, d, s unsafe.Pointer, w int64, nw int) {
 	dF, sL := p.DstStrides[f]*w, p.SrcStrides[n-1]*w
 	units := outer * nbF * nbL
 	parallel(units, nw, func(lo, hi int64) {
+		buf := make([]byte, blk*blk*w)
+		bp := unsafe.Pointer(unsafe.SliceData(buf))
 		for u := lo; u < hi; u++ {
 			r := u
 			bl := r % nbL
@@ -263,32 +266,40 @@ func runTile(p *layout.Plan, d, s unsafe.Pointer, w int64, nw int) {
 			rows, cols := f1-f0, l1-l0
 			switch w {
 			case 1:
-				tileTyped[uint8](db, sb, rows, cols, dF, sL, w)
+				gatherTyped[uint8](bp, sb, rows, cols, sL)
 			case 2:
-				tileTyped[uint16](db, sb, rows, cols, dF, sL, w)
+				gatherTyped[uint16](bp, sb, rows, cols, sL)
 			case 4:
-				tileTyped[uint32](db, sb, rows, cols, dF, sL, w)
+				gatherTyped[uint32](bp, sb, rows, cols, sL)
 			case 8:
-				tileTyped[uint64](db, sb, rows, cols, dF, sL, w)
+				gatherTyped[uint64](bp, sb, rows, cols, sL)
 			case 16:
-				tileTyped[[2]uint64](db, sb, rows, cols, dF, sL, w)
+				gatherTyped[[2]uint64](bp, sb, rows, cols, sL)
 			default:
-				for i := range rows {
-					moveRun(unsafe.Add(db, i*dF), unsafe.Add(sb, i*w), cols, w, sL, w)
+				for j := range cols {
+					moveRun(unsafe.Add(bp, j*w), unsafe.Add(sb, j*sL), rows, cols*w, w, w)
 				}
+			}
+			rb := cols * w
+			for i := range rows {
+				copy(unsafe.Slice((*byte)(unsafe.Add(db, i*dF)), rb), buf[i*rb:(i+1)*rb])
 			}
 		}
 	})
 }
 
-// tileTyped copies one block: rows along f (dst stride dF, src stride w),
-// cols along n-1 (dst stride w, src stride sL).
-func tileTyped[T any](d, s unsafe.Pointer, rows, cols, dF, sL, w int64) {
-	for i := range rows {
-		dr := unsafe.Add(d, i*dF)
-		sr := unsafe.Add(s, i*w)
-		for j := range cols {
-			*(*T)(unsafe.Add(dr, j*w)) = *(*T)(unsafe.Add(sr, j*sL))
+// gatherTyped reads a block of src, cols rows along src's dim n-1 (byte
+// stride sL) of rows contiguous elements along src's dim f, into buf
+// transposed: buf[i·cols+j] = src[j][i].
+func gatherTyped[T any](buf, s unsafe.Pointer, rows, cols, sL int64) {
+	var z T
+	w := int64(unsafe.Sizeof(z))
+	bs := cols * w
+	for j := range cols {
+		src := unsafe.Slice((*T)(unsafe.Add(s, j*sL)), rows)
+		dp := unsafe.Add(buf, j*w)
+		for i, v := range src {
+			*(*T)(unsafe.Add(dp, int64(i)*bs)) = v
 		}
 	}
 }
