@@ -153,7 +153,8 @@ func (l Layout) IsUnique() bool {
 		e int64
 		s uint64
 	}
-	ds := make([]dim, 0, len(l.shape))
+	var buf [8]dim // no allocation for the common ndim ≤ 8
+	ds := buf[:0]
 	for i, e := range l.shape {
 		if e == 1 {
 			continue
@@ -163,7 +164,11 @@ func (l Layout) IsUnique() bool {
 		}
 		ds = append(ds, dim{e, uabs(l.strides[i])})
 	}
-	sort.Slice(ds, func(a, b int) bool { return ds[a].s < ds[b].s })
+	for i := 1; i < len(ds); i++ { // insertion sort: ndim is small
+		for j := i; j > 0 && ds[j].s < ds[j-1].s; j-- {
+			ds[j], ds[j-1] = ds[j-1], ds[j]
+		}
+	}
 	span := uint64(0) // largest offset reachable by the dims so far, from 0
 	fast := true
 	for _, d := range ds {

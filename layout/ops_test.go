@@ -508,3 +508,13 @@ func TestIndex(t *testing.T) {
 		t.Errorf("Index of an empty layout: %v, %d, %v; want empty view at 0", v, off, err)
 	}
 }
+
+func BenchmarkIsUnique(b *testing.B) {
+	l, _ := New([]int64{8, 16, 32, 4}, []int64{1, 8, 128, 4096}, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		if !l.IsUnique() {
+			b.Fatal("not unique")
+		}
+	}
+}
