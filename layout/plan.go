@@ -32,13 +32,60 @@ const TileMinExtent = 16
 // ErrOverlappingDst or ErrAlignment, wrapped in a message naming the argument.
 //
 // The plan is the joint canonical form of the two views: extent-1 dims
-// dropped; dims negative in dst and negative or zero in src flipped; dims
-// ordered by |dst stride|, slowest first; adjacent dims contiguous in both
-// views merged; the element re-cut to the widest power of two of at most 16
-// bytes that the contiguous innermost run, the strides, the offsets and the
-// alignments allow (items over 16 bytes are always split). See Plan and
-// Signature for the guarantees a kernel may rely on, and Class for the
-// classes.
+// dropped; dims negative in dst and negative or zero in src flipped (a dim
+// negative in one view only keeps its signs); dims ordered by |dst stride|,
+// slowest first (stable); adjacent dims contiguous in both views merged
+// (zero src strides included); then the element is re-cut: when the innermost
+// dim has unit stride in both views, its bytes and the item bytes are re-cut
+// into the widest power-of-two element of at most 16 bytes that divides the
+// run, every other byte stride, both offsets and both alignments; items over
+// 16 bytes, or whose natural alignment is not available, are split into an
+// inner unit-stride dim of such elements. Items of 3, 5, 6, 7 and 9..15 bytes
+// outside a contiguous run stay opaque elements.
+//
+// # Classes
+//
+// Checked in this order:
+//   - ClassNone: dst has no elements (Shape empty, Sig.NDim 0).
+//   - ClassMemcpy: one canonical dim with unit stride in both views (a single
+//     element is such a plan too). Bytes contiguous bytes at each offset.
+//   - ClassFill: every src stride is 0. ClassBroadcast: some src stride is 0.
+//   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[NDim-1] != 1, and Fast is
+//     the first (slowest) canonical dim with SrcStrides[Fast] == 1, with both
+//     Shape[NDim-1] and Shape[Fast] at least TileMinExtent. No src stride is 0.
+//   - ClassElementwise: everything else.
+//
+// # Guarantees a kernel may rely on
+//
+//   - len(Shape) == len(DstStrides) == len(SrcStrides) == Sig.NDim (NDim
+//     saturates at 255 for larger canonical forms; len(Shape) is exact),
+//     every extent ≥ 1, dims ordered by |dst stride| descending.
+//   - Strides count elements of Sig.Itemsize bytes, signed; only src strides
+//     can be 0. DstOffset and SrcOffset are byte offsets, multiples of
+//     Sig.Itemsize, and every element offset Offset/Itemsize + Σ i_k·Stride_k
+//     of either view lies in [0, RequiredSizeInBytes/Itemsize) of the
+//     original layout (no offset is negative).
+//   - Alignment: with the alignments of opt, the address of every element of
+//     either view is a multiple of the largest power of two dividing
+//     Sig.Itemsize (all of it when Itemsize is a power of two).
+//   - Vec is 1 for ClassMemcpy and ClassElementwise: widening has already put
+//     up to 16 bytes into each element of a run contiguous in both views.
+//   - ClassTile, Vec > 1: Vec divides Shape[NDim-1] and Shape[Fast]; every dst
+//     stride but DstStrides[NDim-1], and every src stride but
+//     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are
+//     multiples of Vec·Itemsize, and so are both buffer alignments. So dst is
+//     accessed in vectors along dim NDim-1 and src along dim Fast.
+//   - ClassBroadcast and ClassFill, Vec > 1: DstStrides[NDim-1] == 1 and
+//     SrcStrides[NDim-1] == 0; Vec divides Shape[NDim-1]; every other dst
+//     stride is a multiple of Vec; DstOffset and the dst alignment are
+//     multiples of Vec·Itemsize. dst is written in vectors of one repeated src
+//     element; src is read as scalars.
+//   - Index64 is false only when Volume and every element offset of either
+//     view are at most math.MaxInt32.
+//
+// The signature holds no extent, stride or offset, so pairs that differ only
+// in those (and keep the same canonical ndim, class, element and vector
+// width) share a Signature and thus a kernel.
 func PlanCopy(dst, src Layout, opt PlanOptions) (Plan, error) {
 	var p Plan
 	err := PlanCopyInto(&p, dst, src, opt)

@@ -340,6 +340,13 @@ func genLayouts(t *rapid.T) (dst, src layout.Layout) {
 	return dst, src
 }
 
+func abs(a int64) int64 {
+	if a < 0 {
+		return -a
+	}
+	return a
+}
+
 func iota(n int) []int {
 	p := make([]int, n)
 	for i := range p {
@@ -465,8 +472,17 @@ func checkGuarantees(t tb, p layout.Plan, opt layout.PlanOptions, item int) {
 		return min(int64(a), 16)
 	}
 	aD, aS := nat(opt.DstAlign), nat(opt.SrcAlign)
-	if w&(w-1) == 0 && (aD < w || aS < w || p.DstOffset%w != 0 || p.SrcOffset%w != 0) {
+	wa := w & -w // the alignment every element address must have
+	if aD < wa || aS < wa || p.DstOffset%w != 0 || p.SrcOffset%w != 0 {
 		t.Fatalf("element of %d bytes with alignments %d/%d, offsets %d/%d", w, aD, aS, p.DstOffset, p.SrcOffset)
+	}
+	for k := range n {
+		if p.Shape[k] < 1 || p.DstStrides[k] == 0 {
+			t.Fatalf("dim %d: extent %d dst stride %d", k, p.Shape[k], p.DstStrides[k])
+		}
+		if k > 0 && abs(p.DstStrides[k]) > abs(p.DstStrides[k-1]) {
+			t.Fatalf("dims not ordered by |dst stride|: %v", p.DstStrides)
+		}
 	}
 	v := int64(p.Sig.Vec)
 	if v > 1 {
@@ -496,8 +512,18 @@ func checkGuarantees(t tb, p layout.Plan, opt layout.PlanOptions, item int) {
 		}
 	}
 	if !p.Sig.Index64 {
-		if p.Volume > math.MaxInt32 {
-			t.Fatalf("idx=32 with volume %d", p.Volume)
+		dMax, sMax := p.DstOffset/w, p.SrcOffset/w
+		for k := range n {
+			dMax += max(p.DstStrides[k], 0) * (p.Shape[k] - 1)
+			sMax += max(p.SrcStrides[k], 0) * (p.Shape[k] - 1)
+		}
+		if p.Volume > math.MaxInt32 || dMax > math.MaxInt32 || sMax > math.MaxInt32 {
+			t.Fatalf("idx=32 with volume %d, max offsets %d/%d", p.Volume, dMax, sMax)
+		}
+	}
+	if p.Sig.Class == layout.ClassMemcpy || p.Sig.Class == layout.ClassElementwise {
+		if v != 1 {
+			t.Fatalf("vec %d in class %v", v, p.Sig.Class)
 		}
 	}
 	switch p.Sig.Class {
@@ -507,8 +533,14 @@ func checkGuarantees(t tb, p layout.Plan, opt layout.PlanOptions, item int) {
 		}
 	case layout.ClassTile:
 		f := int(p.Sig.Fast)
-		if p.DstStrides[n-1] != 1 || p.SrcStrides[f] != 1 {
+		if p.DstStrides[n-1] != 1 || p.SrcStrides[f] != 1 || p.SrcStrides[n-1] == 1 ||
+			p.Shape[n-1] < layout.TileMinExtent || p.Shape[f] < layout.TileMinExtent {
 			t.Fatalf("tile plan %+v", p)
+		}
+		for k := range n {
+			if p.SrcStrides[k] == 0 || k < f && p.SrcStrides[k] == 1 {
+				t.Fatalf("tile plan %+v", p)
+			}
 		}
 	case layout.ClassFill:
 		for _, s := range p.SrcStrides {

@@ -86,6 +86,8 @@ type Signature struct {
 	Itemsize uint8
 	// Vec is the number of elements per vector access along the fastest
 	// dim(s): a power of two with Vec·Itemsize ≤ 16. 1 means scalar accesses.
+	// PlanCopy's doc lists what a kernel may assume when Vec > 1 (which dims
+	// are vectorised, divisibility of extents and strides, alignment).
 	Vec uint8
 	// Index64 selects 64-bit index arithmetic; false when every offset and the
 	// volume fit in int32 (64-bit division is slow on GPUs).
@@ -214,6 +216,9 @@ func ParseSignature(text string) (Signature, error) {
 // the byte distances from the start of the dst and src buffers to the element
 // at canonical index (0, …, 0) (dims whose strides were negative in both views
 // are flipped, which moves index 0).
+//
+// PlanCopy's doc lists the guarantees of the canonical form (dim order,
+// alignment, vector width, index width) that kernels rely on.
 //
 // A Plan can be reused: PlanCopyInto overwrites it and reuses its slices, so
 // planning in a loop allocates nothing once the slices have grown.
