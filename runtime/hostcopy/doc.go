@@ -21,7 +21,9 @@
 //     is contiguous in both views, and typed 1-, 2-, 4-, 8- or 16-byte moves
 //     otherwise;
 //   - ClassTile: a cache-blocked transpose over the two fast dims (src's and
-//     dst's), in blocks of 64×64 elements (32×32 for 8- and 16-byte ones);
+//     dst's), in blocks of 64×64 elements (32×32 for elements of 4 bytes or
+//     more) staged through a small buffer, so both views are read and written
+//     in whole cache lines;
 //   - ClassBroadcast and ClassFill: repeated writes; a run with unit dst
 //     stride and zero src stride is filled by doubling copy() calls.
 //
