@@ -34,6 +34,8 @@ type Spec struct {
 	// Cubin optionally holds compiled images per signature and architecture
 	// ("sm_90"), embedded next to the source (ahead-of-time compilation).
 	Cubin map[layout.Signature]map[string][]byte
+	common string // the shared start of the sources, set by Render
+
 	// Command, if set, is recorded in a comment under the header (e.g. the
 	// stridegen arguments), so a reader can regenerate the file.
 	Command string
@@ -125,6 +127,7 @@ func (s *Spec) Render(w io.Writer) error {
 		)
 	}
 
+	s.common = ""
 	for _, sig := range sigs {
 		if err := s.kernel(f, sig); err != nil {
 			return err
@@ -188,9 +191,21 @@ func (s *Spec) kernel(f *jen.File, sig layout.Signature) error {
 	nd := int(sig.NDim)
 	at := argsType(nd)
 
-	// const srcX = `...`
+	// const srcX = stridegenCommon + `...`
+	common, rest, ok := splitCommon(src)
+	if !ok {
+		return fmt.Errorf("gen: %v: source does not start with the common helpers", sig)
+	}
+	if s.common == "" {
+		s.common = common
+		// const stridegenCommon = `...`
+		f.Comment("stridegenCommon is the start of every kernel source: helpers under an include guard.")
+		f.Const().Id("stridegenCommon").Op("=").Id("`" + common + "`")
+	} else if common != s.common {
+		return fmt.Errorf("gen: %v: common helpers differ between kernels", sig)
+	}
 	f.Commentf("src%s is the CUDA source of kernel %s (%v).", c, name, sig)
-	f.Const().Id("src" + c).Op("=").Id("`" + src + "`")
+	f.Const().Id("src" + c).Op("=").Id("stridegenCommon").Op("+").Id("`" + rest + "`")
 	if cb := s.Cubin[sig]; len(cb) > 0 {
 		archs := make([]string, 0, len(cb))
 		for a := range cb {
@@ -302,4 +317,15 @@ func (s *Spec) kernel(f *jen.File, sig layout.Signature) error {
 			jen.Qual("unsafe", "Pointer").Call(jen.Op("&").Id("a"))))
 	})
 	return nil
+}
+
+// splitCommon splits a kernel source after the include-guarded helpers that
+// every source starts with.
+func splitCommon(src string) (common, rest string, ok bool) {
+	const end = "#endif\n"
+	i := strings.Index(src, end)
+	if i < 0 || !strings.HasPrefix(src, "#ifndef SK_COMMON_H") {
+		return "", "", false
+	}
+	return src[:i+len(end)], src[i+len(end):], true
 }

@@ -1,0 +1,5 @@
+package kernels
+
+import "flag"
+
+var updateSigs = flag.Bool("update-sigs", false, "rewrite default.sigs from gen.DefaultSet")

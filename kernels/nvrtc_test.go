@@ -1,0 +1,134 @@
+package kernels
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// needNVRTC skips where NVRTC is missing, or fails with
+// STRIDEKIT_REQUIRE_NVRTC=1 (CI sets it).
+func needNVRTC(tb testing.TB) {
+	tb.Helper()
+	_, _, err := cuda.NVRTCVersion()
+	if err == nil {
+		return
+	}
+	if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
+		tb.Fatalf("NVRTC required (STRIDEKIT_REQUIRE_NVRTC=1): %v", err)
+	}
+	tb.Skipf("no NVRTC: %.200s", err)
+}
+
+// randomSigs returns n valid signatures of every class with a kernel, ranks
+// up to 10, itemsizes 1–16 (odd ones included) and every valid Vec.
+func randomSigs(r *rand.Rand, n int) []layout.Signature {
+	classes := []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill}
+	var out []layout.Signature
+	for len(out) < n {
+		s := layout.Signature{Class: classes[r.IntN(len(classes))], Itemsize: uint8(1 + r.IntN(16)), Index64: r.IntN(2) == 0}
+		s.NDim = uint8(1 + r.IntN(10))
+		if s.Class == layout.ClassContiguous {
+			s.NDim = 1
+		}
+		if s.Class == layout.ClassTile {
+			s.NDim = max(s.NDim, 2)
+			s.Fast = uint8(r.IntN(int(s.NDim) - 1))
+		}
+		var vs []uint8
+		for v := 1; v*int(s.Itemsize) <= 16; v *= 2 {
+			vs = append(vs, uint8(v))
+		}
+		s.Vec = vs[r.IntN(len(vs))]
+		if gen.Check(s) == nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// compileBatches compiles sigs for arch in translation units of batch
+// kernels each, returning the first failure or warning.
+func compileBatches(sigs []layout.Signature, arch string, batch int) error {
+	for i := 0; i < len(sigs); i += batch {
+		var b strings.Builder
+		var names []string
+		for _, s := range sigs[i:min(i+batch, len(sigs))] {
+			src, err := gen.Source(s)
+			if err != nil {
+				return err
+			}
+			b.WriteString(src)
+			names = append(names, gen.Name(s))
+		}
+		img, log, err := cuda.NVRTCCompile(b.String(), fmt.Sprintf("batch%d.cu", i/batch), []string{"--gpu-architecture=" + arch}, true)
+		if err != nil {
+			var ne *cuda.NVRTCError
+			if errors.As(err, &ne) {
+				return fmt.Errorf("%s, kernels %s…: %.3000s", arch, names[0], ne.Log)
+			}
+			return fmt.Errorf("%s, kernels %s…: %w", arch, names[0], err)
+		}
+		if strings.TrimSpace(log) != "" {
+			return fmt.Errorf("%s, kernels %s…: warnings:\n%.3000s", arch, names[0], log)
+		}
+		if len(img) == 0 {
+			return fmt.Errorf("%s: empty image", arch)
+		}
+		for _, n := range names {
+			if !strings.Contains(string(img), n) {
+				return fmt.Errorf("%s: kernel %s missing from the CUBIN", arch, n)
+			}
+		}
+	}
+	return nil
+}
+
+// TestNVRTCCompileAll compiles every kernel of the default set and a random
+// sample outside it for sm_80 and sm_90, failing on any error or warning.
+// Kernels are batched into translation units to keep CI time low.
+func TestNVRTCCompileAll(t *testing.T) {
+	needNVRTC(t)
+	sigs := gen.DefaultSet()
+	if testing.Short() {
+		sigs = sigs[:0]
+		for i, s := range gen.DefaultSet() {
+			if i%10 == 0 {
+				sigs = append(sigs, s)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	sample := randomSigs(r, 40)
+	t.Logf("sample: %v", sample)
+	sigs = append(sigs, sample...)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i, arch := range []string{"sm_80", "sm_90"} {
+		half := len(sigs) / 2
+		for j, part := range [][]layout.Signature{sigs[:half], sigs[half:]} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[2*i+j] = compileBatches(part, arch, 48)
+			}()
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	t.Logf("compiled %d kernels × 2 architectures in %v", len(sigs), time.Since(start).Round(time.Millisecond))
+}
