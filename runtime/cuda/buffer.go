@@ -50,9 +50,10 @@ func (k MemoryKind) HostAccessible() bool { return k != MemoryDevice }
 // PointerInfo is what the driver knows of a pointer.
 type PointerInfo struct {
 	Kind MemoryKind
-	// Device is the ordinal of the device the memory belongs to; negative
-	// for host memory: the driver's own value for page-locked memory (-2,
-	// CU_DEVICE_INVALID, read as a signed int) and -1 for pageable memory.
+	// Device is the ordinal of the device the memory belongs to. For
+	// page-locked host memory it is the driver's value, read as a signed int:
+	// driver 580 reports the allocating device's ordinal, older drivers -2
+	// (CU_DEVICE_INVALID, never 4294967294). For pageable memory it is -1.
 	Device int
 	// RangeStart and RangeSize delimit the allocation holding the pointer
 	// (zero for pageable memory).

@@ -29,6 +29,7 @@ type Device struct {
 	ordinal int
 	handle  int32   // CUdevice
 	ctx     uintptr // CUcontext: the retained primary context
+	ctxArg  []uintptr // {ctx}, on the heap: SyscallN's variadic arguments escape
 
 	name                    string
 	major, minor            int
@@ -118,6 +119,7 @@ func GetDevice(ordinal int) (*Device, error) {
 	if err := check("cuDevicePrimaryCtxRetain", r); err != nil {
 		return nil, err
 	}
+	d.ctxArg = []uintptr{d.ctx}
 	if devices.byID == nil {
 		devices.byID = map[int]*Device{}
 	}
@@ -177,7 +179,7 @@ func (d *Device) String() string {
 // calls, whatever enter returns.
 func (d *Device) enter() error {
 	runtime.LockOSThread()
-	r, _, _ := purego.SyscallN(drv.cuCtxSetCurrent, d.ctx)
+	r, _, _ := purego.SyscallN(drv.cuCtxSetCurrent, d.ctxArg...) // no allocation
 	if r != 0 {
 		return newError("cuCtxSetCurrent", r)
 	}

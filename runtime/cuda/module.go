@@ -151,6 +151,7 @@ const (
 )
 
 type launchBlock struct {
+	call [11]uintptr // cuLaunchKernel's arguments, here so SyscallN allocates nothing
 	ptrs [maxLaunchParams]unsafe.Pointer
 	data [maxLaunchBytes]byte
 }
@@ -195,10 +196,11 @@ func Launch(fn Function, grid, block Dim3, sharedMem int, stream *Stream, args .
 	}
 	err := fn.dev.enter()
 	if err == nil {
-		r, _, _ := purego.SyscallN(drv.cuLaunchKernel, fn.h,
+		blk.call = [11]uintptr{fn.h,
 			uintptr(grid.X), uintptr(grid.Y), uintptr(grid.Z),
 			uintptr(block.X), uintptr(block.Y), uintptr(block.Z),
-			uintptr(sharedMem), h, uintptr(unsafe.Pointer(&blk.ptrs[0])), 0)
+			uintptr(sharedMem), h, uintptr(unsafe.Pointer(&blk.ptrs[0])), 0}
+		r, _, _ := purego.SyscallN(drv.cuLaunchKernel, blk.call[:]...)
 		if r != 0 {
 			err = newError("cuLaunchKernel", r)
 		}

@@ -7,5 +7,6 @@ import (
 )
 
 func callRaw(fn, stream uintptr, blk *launchBlock) {
-	purego.SyscallN(drv.cuLaunchKernel, fn, 1, 1, 1, 256, 1, 1, 0, stream, uintptr(unsafe.Pointer(&blk.ptrs[0])), 0)
+	blk.call = [11]uintptr{fn, 1, 1, 1, 256, 1, 1, 0, stream, uintptr(unsafe.Pointer(&blk.ptrs[0])), 0}
+	purego.SyscallN(drv.cuLaunchKernel, blk.call[:]...)
 }
