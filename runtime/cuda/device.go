@@ -27,8 +27,8 @@ const (
 // an ordinal every time. All methods are safe for concurrent use.
 type Device struct {
 	ordinal int
-	handle  int32   // CUdevice
-	ctx     uintptr // CUcontext: the retained primary context
+	handle  int32     // CUdevice
+	ctx     uintptr   // CUcontext: the retained primary context
 	ctxArg  []uintptr // {ctx}, on the heap: SyscallN's variadic arguments escape
 
 	name                    string
