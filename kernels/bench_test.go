@@ -1,0 +1,134 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// benchCopy times copies of sl into dl (1 GiB cases) with CUDA events after
+// a warm-up, next to cuMemcpyDtoD of the same bytes in the same run, and
+// reports GB/s (2 × bytes written per second) and the ratio to memcpy.
+func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
+	dev := needGPU(b)
+	st, err := dev.NewStream(true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	nD, nS := int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes())
+	db, err := dev.Alloc(nD, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	sb, err := dev.Alloc(max(nS, nD), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sb.Close()
+	if err := dev.MemsetAsync(sb.Ptr(), 1, max(nS, nD), st); err != nil {
+		b.Fatal(err)
+	}
+	p, err := layout.PlanCopy(dl, sl, layout.PlanOptions{DstAlign: 256, SrcAlign: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if p.Sig.Class == layout.ClassMemcpy && forceContig {
+		p.Sig.Class = layout.ClassContiguous
+	}
+	run := func() error {
+		if p.Sig.Class == layout.ClassMemcpy {
+			return dev.MemcpyAsync(db.Ptr()+cuda.DevicePtr(p.DstOffset), sb.Ptr()+cuda.DevicePtr(p.SrcOffset), int(p.Bytes), st)
+		}
+		return launch(dev, st, db.Ptr(), sb.Ptr(), &p)
+	}
+	memcpy := func() error { return dev.MemcpyAsync(db.Ptr(), sb.Ptr(), int(p.Bytes), st) }
+	e0, _ := dev.NewEvent(true)
+	e1, _ := dev.NewEvent(true)
+	defer e0.Close()
+	defer e1.Close()
+	timeIt := func(f func() error, n int) float64 {
+		for i := 0; i < 3; i++ { // warm-up
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := e0.Record(st); err != nil {
+			b.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			if err := f(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := e1.Record(st); err != nil {
+			b.Fatal(err)
+		}
+		if err := e1.Synchronize(); err != nil {
+			b.Fatal(err)
+		}
+		d, err := cuda.ElapsedTime(e0, e1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return 2 * float64(p.Bytes) * float64(n) / d.Seconds() / 1e9
+	}
+	b.SetBytes(p.Bytes)
+	b.ResetTimer()
+	gbs := timeIt(run, b.N)
+	b.StopTimer()
+	mem := timeIt(memcpy, max(b.N, 5))
+	b.ReportMetric(gbs, "GB/s")
+	b.ReportMetric(mem, "memcpyGB/s")
+	b.ReportMetric(100*gbs/mem, "%memcpy")
+	b.Logf("%v: %.0f GB/s, memcpy %.0f GB/s, %.1f%%", p.Sig, gbs, mem, 100*gbs/mem)
+}
+
+func must(b *testing.B, shape, strides []int64, item int) layout.Layout {
+	l, err := layout.New(shape, strides, item)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return l
+}
+
+func benchTranspose(b *testing.B, n int64, item int) {
+	dl := must(b, []int64{n, n}, nil, item)
+	sl := must(b, []int64{n, n}, []int64{1, n}, item)
+	benchCopy(b, dl, sl, false)
+}
+
+func BenchmarkTransposeF32(b *testing.B) { benchTranspose(b, 16384, 4) }
+func BenchmarkTransposeU8(b *testing.B)  { benchTranspose(b, 32768, 1) }
+func BenchmarkTransposeF16(b *testing.B) { benchTranspose(b, 16384, 2) }
+
+func BenchmarkPermute3210(b *testing.B) {
+	sl := must(b, []int64{256, 256, 64, 64}, []int64{1, 256, 65536, 64 * 65536}, 4)
+	dl := must(b, []int64{256, 256, 64, 64}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+func BenchmarkSliceStep2(b *testing.B) {
+	sl := must(b, []int64{16384, 16384}, []int64{32768, 2}, 4)
+	dl := must(b, []int64{16384, 16384}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+func BenchmarkBroadcastRow(b *testing.B) {
+	sl := must(b, []int64{16384, 16384}, []int64{0, 1}, 4)
+	dl := must(b, []int64{16384, 16384}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+func BenchmarkFill(b *testing.B) {
+	sl := must(b, []int64{16384, 16384}, []int64{0, 0}, 4)
+	dl := must(b, []int64{16384, 16384}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+func BenchmarkContiguousKernel(b *testing.B) {
+	l := must(b, []int64{1 << 28}, nil, 4)
+	benchCopy(b, l, l, true)
+}

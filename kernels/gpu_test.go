@@ -1,0 +1,326 @@
+package kernels
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
+	"github.com/stridekit/stridekit/runtime/jit"
+)
+
+// needGPU returns device 0, or skips without one (fails with
+// STRIDEKIT_REQUIRE_GPU=1, as the GPU runner sets).
+func needGPU(tb testing.TB) *cuda.Device {
+	tb.Helper()
+	d, err := cuda.GetDevice(0)
+	if err == nil {
+		return d
+	}
+	if os.Getenv("STRIDEKIT_REQUIRE_GPU") == "1" {
+		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
+	}
+	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrInvalidDevice) {
+		tb.Skipf("no GPU: %.200s", err)
+	}
+	tb.Fatal(err)
+	return nil
+}
+
+var fnCache = jit.NewCache()
+
+// launch plans nothing: it runs plan p with For(p.Sig) on the buffers.
+func launch(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
+	k, err := For(p.Sig)
+	if err != nil {
+		return err
+	}
+	fn, err := fnCache.Function(dev, k.Source, k.Name, jit.Options{}, k.Cubin)
+	if err != nil {
+		return err
+	}
+	return k.Launch(fn, st, dst, src, p)
+}
+
+func ptrAlign(p cuda.DevicePtr) int {
+	a := 1
+	for a < 256 && uintptr(p)%uintptr(2*a) == 0 {
+		a *= 2
+	}
+	return a
+}
+
+// stridesFor returns strides for shape, dense in order (order[0] slowest)
+// with every dim's step multiplied in, and flips where neg says.
+func stridesFor(shape []int64, order []int, step []int64, neg []bool) []int64 {
+	st := make([]int64, len(shape))
+	acc := int64(1)
+	for i := len(order) - 1; i >= 0; i-- {
+		d := order[i]
+		st[d] = acc * step[d]
+		acc *= shape[d] * step[d]
+	}
+	for d := range st {
+		if neg != nil && neg[d] {
+			st[d] = -st[d]
+		}
+	}
+	return st
+}
+
+// gpuCase is one copy to check: dst and src views of itemsize bytes.
+type gpuCase struct {
+	name   string
+	dl, sl layout.Layout
+	padD   int // bytes before the dst view's buffer (varies alignment)
+	padS   int
+}
+
+func randomCase(r *rand.Rand, item int) (gpuCase, error) {
+	nd := 1 + r.IntN(6)
+	ext := []int64{1, 2, 3, 5, 7, 16, 17, 32, 33, 64, 96}
+	shape := make([]int64, nd)
+	for {
+		vol := int64(1)
+		for k := range shape {
+			shape[k] = ext[r.IntN(len(ext))]
+			vol *= shape[k]
+		}
+		if vol*int64(item) <= 4<<20 {
+			break
+		}
+	}
+	order := func() []int { return r.Perm(nd) }
+	ones := func() []int64 {
+		s := make([]int64, nd)
+		for k := range s {
+			s[k] = 1
+		}
+		return s
+	}
+	dstep, sstep := ones(), ones()
+	kind := r.IntN(6)
+	var sneg []bool
+	var name string
+	dOrd, sOrd := order(), order()
+	switch kind {
+	case 0:
+		name = "permute"
+	case 1:
+		name = "transpose2d"
+		if nd >= 2 {
+			sOrd = append([]int(nil), dOrd...)
+			sOrd[nd-1], sOrd[nd-2] = sOrd[nd-2], sOrd[nd-1]
+		}
+	case 2:
+		name = "slice"
+		for k := range sstep {
+			if r.IntN(3) == 0 {
+				sstep[k] = int64(2 + r.IntN(2))
+			}
+		}
+		if r.IntN(2) == 0 {
+			dstep[r.IntN(nd)] = 2
+		}
+	case 3:
+		name = "flip"
+		sneg = make([]bool, nd)
+		for k := range sneg {
+			sneg[k] = r.IntN(2) == 0
+		}
+	case 4, 5:
+		name = "broadcast"
+	}
+	if kind == 5 {
+		name = "fill"
+	}
+	dl, err := layout.New(shape, stridesFor(shape, dOrd, dstep, nil), item)
+	if err != nil {
+		return gpuCase{}, err
+	}
+	ss := stridesFor(shape, sOrd, sstep, sneg)
+	if kind == 4 {
+		for k := range ss {
+			if r.IntN(2) == 0 {
+				ss[k] = 0
+			}
+		}
+	}
+	if kind == 5 {
+		for k := range ss {
+			ss[k] = 0
+		}
+	}
+	sl, err := layout.New(shape, ss, item)
+	if err != nil {
+		return gpuCase{}, err
+	}
+	return gpuCase{name: name, dl: dl, sl: sl, padD: item * r.IntN(5), padS: item * r.IntN(5)}, nil
+}
+
+// runCase copies c on the GPU and on the host and compares the whole dst
+// buffers (view and poisoned margins). It returns the plan's signature.
+func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gpuCase, forceContig bool) (layout.Signature, error) {
+	const margin = 64
+	nD := int(c.dl.RequiredSizeInBytes()) + c.padD + margin
+	nS := int(c.sl.RequiredSizeInBytes()) + c.padS + margin
+	db, err := dev.Alloc(nD, nil)
+	if err != nil {
+		return layout.Signature{}, err
+	}
+	defer db.Close()
+	sb, err := dev.Alloc(nS, nil)
+	if err != nil {
+		return layout.Signature{}, err
+	}
+	defer sb.Close()
+	src := make([]byte, nS)
+	for i := range src {
+		src[i] = byte(r.Uint32())
+	}
+	poison := make([]byte, nD)
+	for i := range poison {
+		poison[i] = byte(0xA5 ^ i*7)
+	}
+	if err := sb.CopyFromHost(src); err != nil {
+		return layout.Signature{}, err
+	}
+	if err := db.CopyFromHost(poison); err != nil {
+		return layout.Signature{}, err
+	}
+	// The uploads may still be in flight (pageable memory) and st does not
+	// wait for the legacy stream: finish them first.
+	if err := dev.Synchronize(); err != nil {
+		return layout.Signature{}, err
+	}
+	dptr, sptr := db.Ptr()+cuda.DevicePtr(c.padD), sb.Ptr()+cuda.DevicePtr(c.padS)
+	p, err := layout.PlanCopy(c.dl, c.sl, layout.PlanOptions{DstAlign: ptrAlign(dptr), SrcAlign: ptrAlign(sptr)})
+	if err != nil {
+		return layout.Signature{}, err
+	}
+	switch p.Sig.Class {
+	case layout.ClassNone:
+		return p.Sig, nil
+	case layout.ClassMemcpy:
+		if !forceContig {
+			if err := dev.CopyDtoD(dptr+cuda.DevicePtr(p.DstOffset), sptr+cuda.DevicePtr(p.SrcOffset), int(p.Bytes)); err != nil {
+				return p.Sig, err
+			}
+			break
+		}
+		p.Sig.Class = layout.ClassContiguous
+		fallthrough
+	default:
+		if err := launch(dev, st, dptr, sptr, &p); err != nil {
+			return p.Sig, fmt.Errorf("launch %v: %w", p.Sig, err)
+		}
+	}
+	if err := st.Synchronize(); err != nil {
+		return p.Sig, err
+	}
+	got := make([]byte, nD)
+	if err := db.CopyToHost(got); err != nil {
+		return p.Sig, err
+	}
+	want := bytes.Clone(poison)
+	if err := hostcopy.Copy(want[c.padD:nD-margin], c.dl, src[c.padS:nS-margin], c.sl); err != nil {
+		return p.Sig, err
+	}
+	if !bytes.Equal(got, want) {
+		bad := 0
+		for i := range got {
+			if got[i] != want[i] {
+				bad = i
+				break
+			}
+		}
+		return p.Sig, fmt.Errorf("%s %v: dst differs from hostcopy (first bad byte %d of %d, view starts at %d)\n dst %v\n src %v\n plan %+v",
+			c.name, p.Sig, bad, nD, c.padD, c.dl, c.sl, p)
+	}
+	return p.Sig, nil
+}
+
+// TestGPUCopies runs random copies of every class and itemsize 1, 2, 4, 8,
+// 16, 3, 6, 12 against runtime/hostcopy, with poisoned destinations.
+func TestGPUCopies(t *testing.T) {
+	dev := needGPU(t)
+	st, err := dev.NewStream(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	n := 60
+	if testing.Short() {
+		n = 12
+	}
+	counts := map[string]int{}
+	pass, fail := 0, 0
+	for _, item := range []int{1, 2, 4, 8, 16, 3, 6, 12} {
+		for i := 0; i < n; i++ {
+			c, err := randomCase(r, item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sig, err := runCase(t, dev, st, r, c, i%2 == 0)
+			if err != nil {
+				fail++
+				if fail <= 10 {
+					t.Error(err)
+				}
+				continue
+			}
+			pass++
+			counts[sig.Class.String()]++
+		}
+	}
+	// Fixed cases that force each class with large fast extents.
+	fixed := []struct {
+		shape []int64
+		dOrd  []int
+		sOrd  []int
+		item  int
+	}{
+		{[]int64{300, 517}, []int{0, 1}, []int{1, 0}, 1},
+		{[]int64{256, 1024}, []int{0, 1}, []int{1, 0}, 1},
+		{[]int64{130, 260}, []int{0, 1}, []int{1, 0}, 2},
+		{[]int64{64, 64, 48, 40}, []int{0, 1, 2, 3}, []int{3, 2, 1, 0}, 4},
+		{[]int64{33, 70, 129}, []int{0, 1, 2}, []int{2, 0, 1}, 8},
+		{[]int64{40, 3, 96}, []int{0, 1, 2}, []int{2, 1, 0}, 16},
+		{[]int64{128, 256}, []int{0, 1}, []int{1, 0}, 3},
+		{[]int64{96, 160}, []int{0, 1}, []int{1, 0}, 6},
+		{[]int64{64, 80}, []int{0, 1}, []int{1, 0}, 12},
+	}
+	for _, f := range fixed {
+		one := []int64{1, 1, 1, 1}[:len(f.shape)]
+		dl, _ := layout.New(f.shape, stridesFor(f.shape, f.dOrd, one, nil), f.item)
+		sl, _ := layout.New(f.shape, stridesFor(f.shape, f.sOrd, one, nil), f.item)
+		for _, pad := range [][2]int{{0, 0}, {f.item, 0}, {0, f.item}} {
+			sig, err := runCase(t, dev, st, r, gpuCase{name: "fixed", dl: dl, sl: sl, padD: pad[0], padS: pad[1]}, false)
+			if err != nil {
+				fail++
+				t.Error(err)
+				continue
+			}
+			pass++
+			counts[sig.Class.String()]++
+		}
+	}
+	var ks []string
+	for k := range counts {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	summary := ""
+	for _, k := range ks {
+		summary += fmt.Sprintf(" %s=%d", k, counts[k])
+	}
+	t.Logf("GPU copies: %d passed, %d failed; by class:%s", pass, fail, summary)
+}
