@@ -33,7 +33,7 @@ type Spec struct {
 	Sigs []layout.Signature
 	// Cubin optionally holds compiled images per signature and architecture
 	// ("sm_90"), embedded next to the source (ahead-of-time compilation).
-	Cubin map[layout.Signature]map[string][]byte
+	Cubin  map[layout.Signature]map[string][]byte
 	common string // the shared start of the sources, set by Render
 
 	// Command, if set, is recorded in a comment under the header (e.g. the
