@@ -25,7 +25,7 @@ const DefaultMaxNDim = 6
 //   - contig: rank 1 (canonical dense copies merge to one dim).
 //   - tile: every src-fastest position 0..nd-2.
 //
-// That is 564 kernels; ranks over 6, odd itemsizes and in-between vector
+// That is 546 kernels; ranks over 6, odd itemsizes and in-between vector
 // widths are generated and compiled on first use.
 func DefaultSet() []layout.Signature {
 	var out []layout.Signature
