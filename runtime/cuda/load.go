@@ -36,6 +36,7 @@ var drv struct {
 	cuModuleLoadData, cuModuleUnload, cuModuleGetFunction                uintptr
 	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel               uintptr
 	cuFuncGetParamInfo                                                   uintptr // optional (CUDA 12.4)
+	cuFuncGetParamCount                                                  uintptr // optional (CUDA 12.9)
 }
 
 type symbol struct {
@@ -98,6 +99,7 @@ func driverSymbols() []symbol {
 		{"cuFuncGetAttribute", &d.cuFuncGetAttribute, false},
 		{"cuLaunchKernel", &d.cuLaunchKernel, false},
 		{"cuFuncGetParamInfo", &d.cuFuncGetParamInfo, true},
+		{"cuFuncGetParamCount", &d.cuFuncGetParamCount, true},
 	}
 }
 

@@ -99,7 +99,17 @@ func (f *Function) readParams() error {
 		return fmt.Errorf("cuda: kernel %s: driver lacks cuFuncGetParamInfo (CUDA 12.4), which Launch needs: %w", f.info.name, ErrNotSupported)
 	}
 	var off, size uintptr
-	for i := 0; i < maxLaunchParams+1; i++ {
+	// With cuFuncGetParamCount the loop stops at the last parameter; older
+	// drivers are probed until cuFuncGetParamInfo answers
+	// CUDA_ERROR_INVALID_VALUE (which memory checkers report as an API error).
+	n := uintptr(maxParamProbe)
+	if drv.cuFuncGetParamCount != 0 {
+		var c uintptr
+		if r, _, _ := purego.SyscallN(drv.cuFuncGetParamCount, f.h, uintptr(unsafe.Pointer(&c))); r == 0 {
+			n = min(c, n)
+		}
+	}
+	for i := 0; i < int(n); i++ {
 		r, _, _ := purego.SyscallN(drv.cuFuncGetParamInfo, f.h, uintptr(i), uintptr(unsafe.Pointer(&off)), uintptr(unsafe.Pointer(&size)))
 		if r != 0 {
 			break
@@ -148,6 +158,10 @@ func (f Function) SetMaxDynamicSharedMemory(bytes int) error {
 const (
 	maxLaunchParams = 256
 	maxLaunchBytes  = 4096
+	// maxParamProbe bounds the probing of parameters on drivers without
+	// cuFuncGetParamCount: CUDA allows 32764 bytes of parameters, so at most
+	// that many one-byte parameters.
+	maxParamProbe = 32764
 )
 
 type launchBlock struct {
@@ -185,7 +199,7 @@ func Launch(fn Function, grid, block Dim3, sharedMem int, stream *Stream, args .
 		h = stream.h
 	}
 	var blk *launchBlock
-	if info.total <= maxLaunchBytes {
+	if info.total <= maxLaunchBytes && len(info.params) <= maxLaunchParams {
 		blk = launchPool.Get().(*launchBlock)
 	} else {
 		return launchLarge(fn, grid, block, sharedMem, h, args)
