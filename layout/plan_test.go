@@ -2,6 +2,7 @@ package layout_test
 
 import (
 	"errors"
+	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"math"
 	"strings"
 	"testing"
@@ -580,7 +581,7 @@ func FuzzPlanCopy(f *testing.F) {
 	f.Add([]byte{2, 4, 3, 4, 1, 2, 2, 0xfd, 1, 0x02})
 	f.Add([]byte{3, 1, 5, 5, 5, 25, 5, 1, 3, 1, 5, 25, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dst, src, opt, ok := decodePair(data)
+		dst, src, opt, ok := fuzzpair.Decode(data)
 		if !ok {
 			return
 		}
@@ -591,53 +592,4 @@ func FuzzPlanCopy(f *testing.F) {
 		checkPairs(t, dst, src, p)
 		checkGuarantees(t, p, opt, dst.Itemsize())
 	})
-}
-
-// decodePair reads: ndim, itemsize, extents, dst strides, src ndim, src
-// extents-or-1 flags and strides, alignments; all small signed bytes.
-func decodePair(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok bool) {
-	next := func() int64 {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return int64(int8(b))
-	}
-	nd := int(uint8(next()) % 7)
-	item := int(uint8(next())%24) + 1
-	shape := make([]int64, nd)
-	vol := int64(1)
-	for i := range shape {
-		shape[i] = int64(uint8(next()) % 9)
-		vol *= max(shape[i], 1)
-	}
-	if vol*int64(item) > 1<<16 {
-		return dst, src, opt, false
-	}
-	dsts := make([]int64, nd)
-	for i := range dsts {
-		dsts[i] = next()
-	}
-	ns := int(uint8(next())) % (nd + 1)
-	sshape := make([]int64, ns)
-	sst := make([]int64, ns)
-	for j := range sshape {
-		sshape[j] = shape[nd-ns+j]
-		if next()&1 == 1 {
-			sshape[j] = 1
-		}
-		sst[j] = next()
-	}
-	aligns := []int{0, 1, 2, 4, 8, 16, 32, 3}
-	opt.DstAlign = aligns[uint8(next())%8]
-	opt.SrcAlign = aligns[uint8(next())%8]
-	var err error
-	if dst, err = layout.New(shape, dsts, item); err != nil {
-		return dst, src, opt, false
-	}
-	if src, err = layout.New(sshape, sst, item); err != nil {
-		return dst, src, opt, false
-	}
-	return dst, src, opt, true
 }

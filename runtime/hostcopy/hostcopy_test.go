@@ -3,6 +3,7 @@ package hostcopy_test
 import (
 	"bytes"
 	"errors"
+	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -325,7 +326,7 @@ func FuzzHostCopy(f *testing.F) {
 	f.Add([]byte{3, 1, 5, 5, 5, 25, 5, 1, 3, 1, 5, 25, 0}, uint8(3), uint8(1))
 	f.Add([]byte{2, 3, 8, 8, 8, 1, 2, 1, 8}, uint8(1), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, dmis, smis uint8) {
-		dl, sl, ok := decodePair(data)
+		dl, sl, _, ok := fuzzpair.Decode(data)
 		if !ok {
 			return
 		}
@@ -343,50 +344,4 @@ func FuzzHostCopy(f *testing.F) {
 		}
 		checkCopy(t, dl, sl, int(dmis%17), int(smis%17), 3)
 	})
-}
-
-// decodePair reads: ndim, itemsize, extents, dst strides, src ndim, src
-// broadcast flags and strides; all small signed bytes.
-func decodePair(data []byte) (dst, src layout.Layout, ok bool) {
-	next := func() int64 {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return int64(int8(b))
-	}
-	nd := int(uint8(next()) % 7)
-	item := int(uint8(next())%24) + 1
-	shape := make([]int64, nd)
-	vol := int64(1)
-	for i := range shape {
-		shape[i] = int64(uint8(next()) % 9)
-		vol *= max(shape[i], 1)
-	}
-	if vol*int64(item) > 1<<16 {
-		return dst, src, false
-	}
-	dsts := make([]int64, nd)
-	for i := range dsts {
-		dsts[i] = next()
-	}
-	ns := int(uint8(next())) % (nd + 1)
-	sshape := make([]int64, ns)
-	sst := make([]int64, ns)
-	for j := range sshape {
-		sshape[j] = shape[nd-ns+j]
-		if next()&1 == 1 {
-			sshape[j] = 1
-		}
-		sst[j] = next()
-	}
-	var err error
-	if dst, err = layout.New(shape, dsts, item); err != nil {
-		return dst, src, false
-	}
-	if src, err = layout.New(sshape, sst, item); err != nil {
-		return dst, src, false
-	}
-	return dst, src, true
 }

@@ -1,0 +1,60 @@
+// Package fuzzpair decodes fuzzer input into a pair of layouts for a copy, so
+// the planner's and the host copier's fuzz targets explore the same space:
+// any ndim up to 6, extents up to 8, itemsizes 1..24, small signed strides
+// (negative, zero, overlapping), sources of fewer dims and extent-1 dims that
+// broadcast, and odd buffer alignments.
+package fuzzpair
+
+import "github.com/stridekit/stridekit/layout"
+
+// Decode reads, one small signed byte each: ndim, itemsize, the extents, the
+// dst strides, the src ndim, for each src dim a broadcast flag and a stride,
+// and the two alignments (from 0, 1, 2, 4, 8, 16, 32 and the invalid 3). It
+// returns ok=false when the bytes describe no valid pair of layouts or one
+// larger than 64 KiB. Missing bytes read as zero.
+func Decode(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok bool) {
+	next := func() int64 {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int64(int8(b))
+	}
+	nd := int(uint8(next()) % 7)
+	item := int(uint8(next())%24) + 1
+	shape := make([]int64, nd)
+	vol := int64(1)
+	for i := range shape {
+		shape[i] = int64(uint8(next()) % 9)
+		vol *= max(shape[i], 1)
+	}
+	if vol*int64(item) > 1<<16 {
+		return dst, src, opt, false
+	}
+	dsts := make([]int64, nd)
+	for i := range dsts {
+		dsts[i] = next()
+	}
+	ns := int(uint8(next())) % (nd + 1)
+	sshape := make([]int64, ns)
+	sst := make([]int64, ns)
+	for j := range sshape {
+		sshape[j] = shape[nd-ns+j]
+		if next()&1 == 1 {
+			sshape[j] = 1
+		}
+		sst[j] = next()
+	}
+	aligns := []int{0, 1, 2, 4, 8, 16, 32, 3}
+	opt.DstAlign = aligns[uint8(next())%8]
+	opt.SrcAlign = aligns[uint8(next())%8]
+	var err error
+	if dst, err = layout.New(shape, dsts, item); err != nil {
+		return dst, src, opt, false
+	}
+	if src, err = layout.New(sshape, sst, item); err != nil {
+		return dst, src, opt, false
+	}
+	return dst, src, opt, true
+}
