@@ -2,11 +2,11 @@ package layout_test
 
 import (
 	"errors"
-	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"github.com/stridekit/stridekit/layout"
 	"pgregory.net/rapid"
 )

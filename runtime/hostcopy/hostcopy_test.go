@@ -3,12 +3,12 @@ package hostcopy_test
 import (
 	"bytes"
 	"errors"
-	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/fuzzpair"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 	"pgregory.net/rapid"
