@@ -263,18 +263,29 @@ func (s *Spec) kernel(f *jen.File, sig layout.Signature) error {
 			}
 			g.Id("rows").Op(":=").Add(rows)
 			g.Id("a").Dot("Div").Index(jen.Lit(nd - 1)).Op("=").Id("inner")
-			g.Comment("bx: threads along the innermost dim, the next power of two of inner, at most a block")
-			g.Id("bx").Op(":=").Int64().Parens(jen.Lit(1))
-			g.For(jen.Id("bx").Op("<").Id("inner").Op("&&").Id("bx").Op("<").Lit(RowsThreads)).Block(jen.Id("bx").Op("*=").Lit(2))
+			x := ColsPerThread(sig.Class, nd)
+			if x == 1 {
+				g.Comment("bx: threads along the innermost dim, the next power of two of inner, at most a block")
+				g.Id("bx").Op(":=").Int64().Parens(jen.Lit(1))
+				g.For(jen.Id("bx").Op("<").Id("inner").Op("&&").Id("bx").Op("<").Lit(RowsThreads)).Block(jen.Id("bx").Op("*=").Lit(2))
+			} else {
+				g.Comment(fmt.Sprintf("bx: threads along the innermost dim (%d vectors each), the next power of two of inner/%d, at most a block", x, x))
+				g.Id("bx").Op(":=").Int64().Parens(jen.Lit(1))
+				g.For(jen.Id("bx").Op("*").Lit(x).Op("<").Id("inner").Op("&&").Id("bx").Op("<").Lit(RowsThreads)).Block(jen.Id("bx").Op("*=").Lit(2))
+			}
 			g.Id("by").Op(":=").Lit(RowsThreads).Op("/").Id("bx")
-			r := RowsPerThread(sig.Class)
+			r := RowsPerThread(sig.Class, nd)
 			g.Id("a").Dot("N").Op("=").Index(jen.Lit(4)).Int64().Values(
 				jen.Id("inner"), jen.Id("rows"),
 				jen.Parens(jen.Id("rows").Op("+").Id("by").Op("*").Lit(r).Op("-").Lit(1)).Op("/").Parens(jen.Id("by").Op("*").Lit(r)),
 				jen.Lit(0))
 			magic()
+			gx := jen.Uint32().Parens(jen.Parens(jen.Id("inner").Op("+").Id("bx").Op("-").Lit(1)).Op("/").Id("bx"))
+			if x > 1 {
+				gx = jen.Uint32().Parens(jen.Parens(jen.Id("inner").Op("+").Id("bx").Op("*").Lit(x).Op("-").Lit(1)).Op("/").Parens(jen.Id("bx").Op("*").Lit(x)))
+			}
 			g.Return(
-				dim3(jen.Uint32().Parens(jen.Parens(jen.Id("inner").Op("+").Id("bx").Op("-").Lit(1)).Op("/").Id("bx")),
+				dim3(gx,
 					jen.Uint32().Parens(jen.Min(jen.Id("a").Dot("N").Index(jen.Lit(2)), jen.Lit(MaxGridY)))),
 				dim3(jen.Uint32().Parens(jen.Id("bx")), jen.Uint32().Parens(jen.Id("by"))))
 		case layout.ClassTile:

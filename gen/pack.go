@@ -59,12 +59,13 @@ func Pack(sig layout.Signature, p *layout.Plan, smCount int, buf []byte) (grid, 
 		for _, e := range p.Shape[:nd-1] {
 			rows *= e
 		}
-		bx := min(int64(RowsThreads), nextPow2(inner))
+		x := ColsPerThread(sig.Class, nd)
+		bx := rowsBlockX(inner, x)
 		by := RowsThreads / bx
-		rb := ceilDiv(rows, by*int64(RowsPerThread(sig.Class)))
+		rb := ceilDiv(rows, by*int64(RowsPerThread(sig.Class, nd)))
 		n = [4]int64{inner, rows, rb, 0}
 		div[nd-1] = inner
-		grid = Dim3{uint32(ceilDiv(inner, bx)), uint32(min(rb, MaxGridY)), 1}
+		grid = Dim3{uint32(ceilDiv(inner, bx*int64(x))), uint32(min(rb, MaxGridY)), 1}
 		block = Dim3{uint32(bx), uint32(by), 1}
 	case layout.ClassTile:
 		tc := DefaultTile(sig)

@@ -31,8 +31,9 @@ type kernelData struct {
 
 	// ClassTile
 	TR, TC, NT, SWM int
+	WordCols        bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	// rows kernels (elem, bcast, fill)
-	R, RowsThreads int
+	R, XU, RowsThreads int
 	// ClassContiguous
 	ContigThreads, ContigUnroll int
 }
@@ -74,7 +75,7 @@ func dataFor(sig layout.Signature) kernelData {
 		ND: int(sig.NDim), Fast: int(sig.Fast), S: s, Vec: v, VB: vb,
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
 		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill,
-		R: RowsPerThread(sig.Class), RowsThreads: RowsThreads,
+		R: RowsPerThread(sig.Class, int(sig.NDim)), XU: ColsPerThread(sig.Class, int(sig.NDim)), RowsThreads: RowsThreads,
 		ContigThreads: ContigThreads, ContigUnroll: ContigUnroll,
 	}
 	d.NS = "ns_" + d.Name
@@ -86,6 +87,7 @@ func dataFor(sig layout.Signature) kernelData {
 	if sig.Class == layout.ClassTile {
 		tc := DefaultTile(sig)
 		d.TR, d.TC, d.NT = tc.Rows, tc.Cols, tc.Threads
+		d.WordCols = wordCols(sig, tc)
 		d.SWM = 0
 		if vb&(vb-1) == 0 {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1

@@ -116,6 +116,30 @@ func BenchmarkSliceStep2(b *testing.B) {
 	benchCopy(b, dl, sl, false)
 }
 
+// BenchmarkSliceStep3 is a[:, ::3] of a 16384×32768 f32: an elementwise
+// copy of 2 dims (the slice does not merge), src inner stride 3.
+func BenchmarkSliceStep3(b *testing.B) {
+	sl := must(b, []int64{16384, 10923}, []int64{32768, 3}, 4)
+	dl := must(b, []int64{16384, 10923}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+// BenchmarkSliceRows is a[::2, :] of a 16384×32768 f32: a 2-d elementwise
+// copy of contiguous rows (widened to 16-byte items).
+func BenchmarkSliceRows(b *testing.B) {
+	sl := must(b, []int64{8192, 32768}, []int64{65536, 1}, 4)
+	dl := must(b, []int64{8192, 32768}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
+// BenchmarkPermute0213 is permute (0,2,1,3) of a 64×64×256×256 f32: the
+// innermost dim stays, so it is a 4-d elementwise copy of 16-byte items.
+func BenchmarkPermute0213(b *testing.B) {
+	sl := must(b, []int64{64, 256, 64, 256}, []int64{64 * 65536, 256, 65536, 1}, 4)
+	dl := must(b, []int64{64, 256, 64, 256}, nil, 4)
+	benchCopy(b, dl, sl, false)
+}
+
 func BenchmarkBroadcastRow(b *testing.B) {
 	sl := must(b, []int64{16384, 16384}, []int64{0, 1}, 4)
 	dl := must(b, []int64{16384, 16384}, nil, 4)

@@ -1847,16 +1847,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd1_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -1877,13 +1883,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i1_v1_i32
@@ -1899,18 +1909,18 @@ func packSkElemNd1I1V1I32(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -1966,16 +1976,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd1_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -1996,13 +2012,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i2_v1_i32
@@ -2018,18 +2038,18 @@ func packSkElemNd1I2V1I32(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2087,16 +2107,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2117,13 +2143,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i4_v1_i32
@@ -2139,18 +2169,18 @@ func packSkElemNd1I4V1I32(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2208,16 +2238,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2238,13 +2274,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i8_v1_i32
@@ -2260,18 +2300,18 @@ func packSkElemNd1I8V1I32(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2329,16 +2369,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2359,13 +2405,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i16_v1_i32
@@ -2381,18 +2431,18 @@ func packSkElemNd1I16V1I32(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2448,16 +2498,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd1_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2478,13 +2534,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i1_v1_i64
@@ -2500,18 +2560,18 @@ func packSkElemNd1I1V1I64(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2568,16 +2628,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd1_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2598,13 +2664,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i2_v1_i64
@@ -2620,18 +2690,18 @@ func packSkElemNd1I2V1I64(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2690,16 +2760,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2720,13 +2796,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i4_v1_i64
@@ -2742,18 +2822,18 @@ func packSkElemNd1I4V1I64(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2812,16 +2892,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2842,13 +2928,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i8_v1_i64
@@ -2864,18 +2954,18 @@ func packSkElemNd1I8V1I64(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda.
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -2934,16 +3024,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd1_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd1_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
-enum { R = 4 }; // rows per thread per trip
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
+enum { R = 1 }; // rows per thread per trip
+enum { XU = 4 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -2964,13 +3060,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd1_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd1_i16_v1_i64
@@ -2986,18 +3086,18 @@ func packSkElemNd1I16V1I64(p *layout.Plan, sm int, a *skArgs1) (grid, block cuda
 	inner := a.Shape[0] / 1
 	rows := int64(1)
 	a.Div[0] = inner
-	// bx: threads along the innermost dim, the next power of two of inner, at most a block
+	// bx: threads along the innermost dim (4 vectors each), the next power of two of inner/4, at most a block
 	bx := int64(1)
-	for bx < inner && bx < 256 {
+	for bx*4 < inner && bx < 256 {
 		bx *= 2
 	}
 	by := 256 / bx
-	a.N = [4]int64{inner, rows, (rows + by*4 - 1) / (by * 4), 0}
+	a.N = [4]int64{inner, rows, (rows + by*1 - 1) / (by * 1), 0}
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
 	}
 	return cuda.Dim3{
-			X: uint32((inner + bx - 1) / bx),
+			X: uint32((inner + bx*4 - 1) / (bx * 4)),
 			Y: uint32(min(a.N[2], 65535)),
 			Z: 1,
 		}, cuda.Dim3{
@@ -3054,16 +3154,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd2_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3084,13 +3190,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i1_v1_i32
@@ -3173,16 +3283,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd2_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3203,13 +3319,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i2_v1_i32
@@ -3294,16 +3414,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3324,13 +3450,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i4_v1_i32
@@ -3415,16 +3545,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3445,13 +3581,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i8_v1_i32
@@ -3536,16 +3676,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3566,13 +3712,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i16_v1_i32
@@ -3655,16 +3805,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd2_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3685,13 +3841,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i1_v1_i64
@@ -3775,16 +3935,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd2_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3805,13 +3971,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i2_v1_i64
@@ -3897,16 +4067,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -3927,13 +4103,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i4_v1_i64
@@ -4019,16 +4199,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4049,13 +4235,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i8_v1_i64
@@ -4141,16 +4331,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd2_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd2_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4171,13 +4367,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd2_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd2_i16_v1_i64
@@ -4261,16 +4461,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd3_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4291,13 +4497,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i1_v1_i32
@@ -4380,16 +4590,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd3_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4410,13 +4626,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i2_v1_i32
@@ -4501,16 +4721,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4531,13 +4757,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i4_v1_i32
@@ -4622,16 +4852,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4652,13 +4888,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i8_v1_i32
@@ -4743,16 +4983,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4773,13 +5019,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i16_v1_i32
@@ -4862,16 +5112,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd3_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -4892,13 +5148,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i1_v1_i64
@@ -4982,16 +5242,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd3_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5012,13 +5278,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i2_v1_i64
@@ -5104,16 +5374,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5134,13 +5410,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i4_v1_i64
@@ -5226,16 +5506,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5256,13 +5542,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i8_v1_i64
@@ -5348,16 +5638,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5378,13 +5674,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i16_v1_i64
@@ -5468,16 +5768,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd4_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5498,13 +5804,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i1_v1_i32
@@ -5587,16 +5897,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd4_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5617,13 +5933,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i2_v1_i32
@@ -5708,16 +6028,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5738,13 +6064,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i4_v1_i32
@@ -5829,16 +6159,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5859,13 +6195,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i8_v1_i32
@@ -5950,16 +6290,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -5980,13 +6326,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i16_v1_i32
@@ -6069,16 +6419,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd4_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6099,13 +6455,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i1_v1_i64
@@ -6189,16 +6549,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd4_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6219,13 +6585,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i2_v1_i64
@@ -6311,16 +6681,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6341,13 +6717,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i4_v1_i64
@@ -6433,16 +6813,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6463,13 +6849,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i8_v1_i64
@@ -6555,16 +6945,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd4_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd4_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6585,13 +6981,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd4_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd4_i16_v1_i64
@@ -6675,16 +7075,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd5_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6705,13 +7111,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i1_v1_i32
@@ -6794,16 +7204,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd5_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6824,13 +7240,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i2_v1_i32
@@ -6915,16 +7335,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -6945,13 +7371,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i4_v1_i32
@@ -7036,16 +7466,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7066,13 +7502,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i8_v1_i32
@@ -7157,16 +7597,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7187,13 +7633,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i16_v1_i32
@@ -7276,16 +7726,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd5_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7306,13 +7762,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i1_v1_i64
@@ -7396,16 +7856,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd5_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7426,13 +7892,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i2_v1_i64
@@ -7518,16 +7988,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7548,13 +8024,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i4_v1_i64
@@ -7640,16 +8120,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7670,13 +8156,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i8_v1_i64
@@ -7762,16 +8252,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd5_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd5_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7792,13 +8288,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd5_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd5_i16_v1_i64
@@ -7882,16 +8382,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd6_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i1_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -7912,13 +8418,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i1_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i1_v1_i32
@@ -8001,16 +8511,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd6_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i2_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8031,13 +8547,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i2_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i2_v1_i32
@@ -8122,16 +8642,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8152,13 +8678,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i4_v1_i32
@@ -8243,16 +8773,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i8_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8273,13 +8809,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i8_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i8_v1_i32
@@ -8364,16 +8904,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i16_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8394,13 +8940,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i16_v1_i32(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i16_v1_i32
@@ -8483,16 +9033,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd6_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i1_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8513,13 +9069,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i1_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i1_v1_i64
@@ -8603,16 +9163,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.b[k] = e[k % S];
 	return v;
 }
-// sk_elem_nd6_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i2_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8633,13 +9199,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i2_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i2_v1_i64
@@ -8725,16 +9295,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i4_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8755,13 +9331,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i4_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i4_v1_i64
@@ -8847,16 +9427,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i8_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8877,13 +9463,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i8_v1_i64(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i8_v1_i64
@@ -8969,16 +9559,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd6_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd6_i16_v1_i64 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -8999,13 +9595,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd6_i16_v1_i64(unsigne
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd6_i16_v1_i64
@@ -9247,31 +9847,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd2_f0_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -9312,17 +9898,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -9349,7 +9945,7 @@ func packSkTileNd2F0I1V16I32(p *layout.Plan, sm int, a *skArgs2) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -9558,32 +10154,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd2_f0_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -9624,17 +10206,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -9649,9 +10241,9 @@ func packSkTileNd2F0I2V8I32(p *layout.Plan, sm int, a *skArgs2) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 1 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 1 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[1] = (a.Shape[1] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -9661,7 +10253,7 @@ func packSkTileNd2F0I2V8I32(p *layout.Plan, sm int, a *skArgs2) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -10672,31 +11264,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd2_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -10737,17 +11315,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -10774,7 +11362,7 @@ func packSkTileNd2F0I1V16I64(p *layout.Plan, sm int, a *skArgs2) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -10985,32 +11573,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd2_f0_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -11051,17 +11625,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -11076,9 +11660,9 @@ func packSkTileNd2F0I2V8I64(p *layout.Plan, sm int, a *skArgs2) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 1 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 1 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[1] = (a.Shape[1] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -11088,7 +11672,7 @@ func packSkTileNd2F0I2V8I64(p *layout.Plan, sm int, a *skArgs2) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -12257,31 +12841,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f0_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -12322,17 +12892,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f0_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -12359,7 +12939,7 @@ func packSkTileNd3F0I1V16I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -12417,31 +12997,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f1_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -12482,17 +13048,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f1_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -12519,7 +13095,7 @@ func packSkTileNd3F1I1V16I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -12882,32 +13458,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f0_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -12948,17 +13510,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f0_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -12973,9 +13545,9 @@ func packSkTileNd3F0I2V8I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 2 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 2 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[2] = (a.Shape[2] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -12985,7 +13557,7 @@ func packSkTileNd3F0I2V8I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -13042,32 +13614,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -13108,17 +13666,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f1_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -13133,9 +13701,9 @@ func packSkTileNd3F1I2V8I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 2 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 2 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[2] = (a.Shape[2] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -13145,7 +13713,7 @@ func packSkTileNd3F1I2V8I32(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -15116,31 +15684,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -15181,17 +15735,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -15218,7 +15782,7 @@ func packSkTileNd3F0I1V16I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -15277,31 +15841,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f1_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -15342,17 +15892,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f1_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -15379,7 +15939,7 @@ func packSkTileNd3F1I1V16I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -15745,32 +16305,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f0_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -15811,17 +16357,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f0_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -15836,9 +16392,9 @@ func packSkTileNd3F0I2V8I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 2 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 2 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[2] = (a.Shape[2] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -15848,7 +16404,7 @@ func packSkTileNd3F0I2V8I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -15906,32 +16462,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd3_f1_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -15972,17 +16514,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd3_f1_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -15997,9 +16549,9 @@ func packSkTileNd3F1I2V8I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 2 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 2 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[2] = (a.Shape[2] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -16009,7 +16561,7 @@ func packSkTileNd3F1I2V8I64(p *layout.Plan, sm int, a *skArgs3) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -18142,31 +18694,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f0_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -18207,17 +18745,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f0_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -18244,7 +18792,7 @@ func packSkTileNd4F0I1V16I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -18302,31 +18850,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f1_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -18367,17 +18901,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -18404,7 +18948,7 @@ func packSkTileNd4F1I1V16I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -18463,31 +19007,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f2_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -18528,17 +19058,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f2_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -18565,7 +19105,7 @@ func packSkTileNd4F2I1V16I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -19081,32 +19621,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f0_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -19147,17 +19673,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f0_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -19172,9 +19708,9 @@ func packSkTileNd4F0I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -19184,7 +19720,7 @@ func packSkTileNd4F0I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -19241,32 +19777,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -19307,17 +19829,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -19332,9 +19864,9 @@ func packSkTileNd4F1I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -19344,7 +19876,7 @@ func packSkTileNd4F1I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -19402,32 +19934,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f2_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -19468,17 +19986,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f2_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -19493,9 +20021,9 @@ func packSkTileNd4F2I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -19505,7 +20033,7 @@ func packSkTileNd4F2I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -22435,31 +22963,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -22500,17 +23014,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -22537,7 +23061,7 @@ func packSkTileNd4F0I1V16I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -22596,31 +23120,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f1_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -22661,17 +23171,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -22698,7 +23218,7 @@ func packSkTileNd4F1I1V16I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -22758,31 +23278,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f2_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -22823,17 +23329,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f2_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -22860,7 +23376,7 @@ func packSkTileNd4F2I1V16I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -23380,32 +23896,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f0_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -23446,17 +23948,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f0_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -23471,9 +23983,9 @@ func packSkTileNd4F0I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -23483,7 +23995,7 @@ func packSkTileNd4F0I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -23541,32 +24053,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f1_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -23607,17 +24105,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -23632,9 +24140,9 @@ func packSkTileNd4F1I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -23644,7 +24152,7 @@ func packSkTileNd4F1I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -23703,32 +24211,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f2_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -23769,17 +24263,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f2_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -23794,9 +24298,9 @@ func packSkTileNd4F2I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -23806,7 +24310,7 @@ func packSkTileNd4F2I2V8I64(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -26902,31 +27406,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f0_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -26967,17 +27457,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f0_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -27004,7 +27504,7 @@ func packSkTileNd5F0I1V16I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -27062,31 +27562,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f1_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -27127,17 +27613,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f1_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -27164,7 +27660,7 @@ func packSkTileNd5F1I1V16I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -27223,31 +27719,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f2_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -27288,17 +27770,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f2_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -27325,7 +27817,7 @@ func packSkTileNd5F2I1V16I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -27384,31 +27876,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f3_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -27449,17 +27927,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f3_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -27486,7 +27974,7 @@ func packSkTileNd5F3I1V16I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -28155,32 +28643,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f0_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -28221,17 +28695,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f0_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -28246,9 +28730,9 @@ func packSkTileNd5F0I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -28258,7 +28742,7 @@ func packSkTileNd5F0I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -28315,32 +28799,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -28381,17 +28851,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f1_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -28406,9 +28886,9 @@ func packSkTileNd5F1I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -28418,7 +28898,7 @@ func packSkTileNd5F1I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -28476,32 +28956,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f2_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -28542,17 +29008,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f2_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -28567,9 +29043,9 @@ func packSkTileNd5F2I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -28579,7 +29055,7 @@ func packSkTileNd5F2I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -28637,32 +29113,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f3_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -28703,17 +29165,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f3_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -28728,9 +29200,9 @@ func packSkTileNd5F3I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 3 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 3 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[3] = (a.Shape[3] + 63) / 64
+	a.Div[3] = (a.Shape[3] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -28740,7 +29212,7 @@ func packSkTileNd5F3I2V8I32(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -32629,31 +33101,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -32694,17 +33152,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -32731,7 +33199,7 @@ func packSkTileNd5F0I1V16I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -32790,31 +33258,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f1_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -32855,17 +33309,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f1_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -32892,7 +33356,7 @@ func packSkTileNd5F1I1V16I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -32952,31 +33416,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f2_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -33017,17 +33467,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f2_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -33054,7 +33514,7 @@ func packSkTileNd5F2I1V16I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -33114,31 +33574,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f3_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -33179,17 +33625,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f3_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -33216,7 +33672,7 @@ func packSkTileNd5F3I1V16I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -33890,32 +34346,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f0_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -33956,17 +34398,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f0_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -33981,9 +34433,9 @@ func packSkTileNd5F0I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -33993,7 +34445,7 @@ func packSkTileNd5F0I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -34051,32 +34503,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f1_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -34117,17 +34555,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f1_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -34142,9 +34590,9 @@ func packSkTileNd5F1I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -34154,7 +34602,7 @@ func packSkTileNd5F1I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -34213,32 +34661,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f2_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -34279,17 +34713,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f2_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -34304,9 +34748,9 @@ func packSkTileNd5F2I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -34316,7 +34760,7 @@ func packSkTileNd5F2I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -34375,32 +34819,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd5_f3_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -34441,17 +34871,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd5_f3_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -34466,9 +34906,9 @@ func packSkTileNd5F3I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 4 (dst's fastest) and 3 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 4 (dst's fastest) and 3 (src's fastest) count tiles
 	a.Div[4] = (a.Shape[4] + 63) / 64
-	a.Div[3] = (a.Shape[3] + 63) / 64
+	a.Div[3] = (a.Shape[3] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -34478,7 +34918,7 @@ func packSkTileNd5F3I2V8I64(p *layout.Plan, sm int, a *skArgs5) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -38537,31 +38977,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f0_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -38602,17 +39028,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f0_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -38639,7 +39075,7 @@ func packSkTileNd6F0I1V16I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -38697,31 +39133,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f1_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -38762,17 +39184,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f1_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -38799,7 +39231,7 @@ func packSkTileNd6F1I1V16I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -38858,31 +39290,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f2_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -38923,17 +39341,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f2_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -38960,7 +39388,7 @@ func packSkTileNd6F2I1V16I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -39019,31 +39447,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f3_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -39084,17 +39498,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f3_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -39121,7 +39545,7 @@ func packSkTileNd6F3I1V16I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -39180,31 +39604,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 4 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f4_i1_v16_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -39245,17 +39655,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f4_i1_v16_i32(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -39282,7 +39702,7 @@ func packSkTileNd6F4I1V16I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -40104,32 +40524,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f0_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -40170,17 +40576,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f0_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -40195,9 +40611,9 @@ func packSkTileNd6F0I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -40207,7 +40623,7 @@ func packSkTileNd6F0I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -40264,32 +40680,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -40330,17 +40732,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f1_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -40355,9 +40767,9 @@ func packSkTileNd6F1I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -40367,7 +40779,7 @@ func packSkTileNd6F1I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -40425,32 +40837,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f2_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -40491,17 +40889,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f2_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -40516,9 +40924,9 @@ func packSkTileNd6F2I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -40528,7 +40936,7 @@ func packSkTileNd6F2I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -40586,32 +40994,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f3_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -40652,17 +41046,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f3_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -40677,9 +41081,9 @@ func packSkTileNd6F3I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 3 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 3 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[3] = (a.Shape[3] + 63) / 64
+	a.Div[3] = (a.Shape[3] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -40689,7 +41093,7 @@ func packSkTileNd6F3I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -40747,32 +41151,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 4 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f4_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -40813,17 +41203,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f4_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -40838,9 +41238,9 @@ func packSkTileNd6F4I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 4 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 4 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[4] = (a.Shape[4] + 63) / 64
+	a.Div[4] = (a.Shape[4] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -40850,7 +41250,7 @@ func packSkTileNd6F4I2V8I32(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -45698,31 +46098,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -45763,17 +46149,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -45800,7 +46196,7 @@ func packSkTileNd6F0I1V16I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -45859,31 +46255,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f1_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -45924,17 +46306,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f1_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -45961,7 +46353,7 @@ func packSkTileNd6F1I1V16I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -46021,31 +46413,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f2_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -46086,17 +46464,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f2_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -46123,7 +46511,7 @@ func packSkTileNd6F2I1V16I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -46183,31 +46571,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f3_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -46248,17 +46622,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f3_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -46285,7 +46669,7 @@ func packSkTileNd6F3I1V16I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -46345,31 +46729,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 4 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f4_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -46410,17 +46780,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f4_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -46447,7 +46827,7 @@ func packSkTileNd6F4I1V16I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cu
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 256,
 			Y: 1,
 			Z: 1,
 		}
@@ -47275,32 +47655,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f0_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -47341,17 +47707,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f0_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -47366,9 +47742,9 @@ func packSkTileNd6F0I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 0 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 0 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[0] = (a.Shape[0] + 63) / 64
+	a.Div[0] = (a.Shape[0] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -47378,7 +47754,7 @@ func packSkTileNd6F0I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -47436,32 +47812,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f1_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -47502,17 +47864,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f1_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -47527,9 +47899,9 @@ func packSkTileNd6F1I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -47539,7 +47911,7 @@ func packSkTileNd6F1I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -47598,32 +47970,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 2 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f2_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -47664,17 +48022,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f2_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -47689,9 +48057,9 @@ func packSkTileNd6F2I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 2 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 2 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[2] = (a.Shape[2] + 63) / 64
+	a.Div[2] = (a.Shape[2] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -47701,7 +48069,7 @@ func packSkTileNd6F2I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -47760,32 +48128,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 3 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f3_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -47826,17 +48180,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f3_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -47851,9 +48215,9 @@ func packSkTileNd6F3I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 3 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 3 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[3] = (a.Shape[3] + 63) / 64
+	a.Div[3] = (a.Shape[3] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -47863,7 +48227,7 @@ func packSkTileNd6F3I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -47922,32 +48286,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 4 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd6_f4_i2_v8_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -47988,17 +48338,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd6_f4_i2_v8_i64(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -48013,9 +48373,9 @@ func packSkTileNd6F4I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 5 (dst's fastest) and 4 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 5 (dst's fastest) and 4 (src's fastest) count tiles
 	a.Div[5] = (a.Shape[5] + 63) / 64
-	a.Div[4] = (a.Shape[4] + 63) / 64
+	a.Div[4] = (a.Shape[4] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3] * a.Div[4] * a.Div[5]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic64(uint64(d))
@@ -48025,7 +48385,7 @@ func packSkTileNd6F4I2V8I64(p *layout.Plan, sm int, a *skArgs6) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -52129,9 +52489,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52258,9 +52619,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52385,9 +52747,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52514,9 +52877,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52643,9 +53007,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52772,9 +53137,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -52901,9 +53267,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53030,9 +53397,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53159,9 +53527,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53286,9 +53655,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53416,9 +53786,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53544,9 +53915,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53674,9 +54046,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53804,9 +54177,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -53934,9 +54308,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54064,9 +54439,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54194,9 +54570,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54324,9 +54701,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54452,9 +54830,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54581,9 +54960,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54708,9 +55088,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54837,9 +55218,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -54966,9 +55348,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55095,9 +55478,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55224,9 +55608,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55353,9 +55738,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55482,9 +55868,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55609,9 +55996,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55739,9 +56127,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55867,9 +56256,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -55997,9 +56387,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56127,9 +56518,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56257,9 +56649,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56387,9 +56780,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56517,9 +56911,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56647,9 +57042,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd3_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56775,9 +57171,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -56904,9 +57301,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57031,9 +57429,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57160,9 +57559,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57289,9 +57689,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57418,9 +57819,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57547,9 +57949,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57676,9 +58079,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57805,9 +58209,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -57932,9 +58337,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58062,9 +58468,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58190,9 +58597,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58320,9 +58728,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58450,9 +58859,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58580,9 +58990,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58710,9 +59121,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58840,9 +59252,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -58970,9 +59383,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd4_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59098,9 +59512,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59227,9 +59642,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59354,9 +59770,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59483,9 +59900,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59612,9 +60030,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59741,9 +60160,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59870,9 +60290,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -59999,9 +60420,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60128,9 +60550,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60255,9 +60678,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60385,9 +60809,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60513,9 +60938,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60643,9 +61069,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60773,9 +61200,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -60903,9 +61331,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61033,9 +61462,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61163,9 +61593,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61293,9 +61724,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd5_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61421,9 +61853,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61550,9 +61983,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61677,9 +62111,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61806,9 +62241,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -61935,9 +62371,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62064,9 +62501,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62193,9 +62631,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62322,9 +62761,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62451,9 +62891,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62578,9 +63019,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62708,9 +63150,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62836,9 +63279,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -62966,9 +63410,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63096,9 +63541,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63226,9 +63672,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63356,9 +63803,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63486,9 +63934,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63616,9 +64065,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd6_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
@@ -63743,9 +64193,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -63858,9 +64309,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -63971,9 +64423,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64086,9 +64539,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64201,9 +64655,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64316,9 +64771,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64431,9 +64887,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64546,9 +65003,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64661,9 +65119,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64774,9 +65233,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -64890,9 +65350,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65004,9 +65465,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65120,9 +65582,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65236,9 +65699,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65352,9 +65816,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65468,9 +65933,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65584,9 +66050,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65700,9 +66167,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd1_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65814,9 +66282,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -65929,9 +66398,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66042,9 +66512,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66157,9 +66628,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66272,9 +66744,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66387,9 +66860,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66502,9 +66976,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66617,9 +67092,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66732,9 +67208,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66845,9 +67322,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -66961,9 +67439,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67075,9 +67554,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67191,9 +67671,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67307,9 +67788,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67423,9 +67905,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67539,9 +68022,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67655,9 +68139,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67771,9 +68256,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -67885,9 +68371,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68000,9 +68487,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68113,9 +68601,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68228,9 +68717,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68343,9 +68833,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68458,9 +68949,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68573,9 +69065,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68688,9 +69181,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68803,9 +69297,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -68916,9 +69411,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69032,9 +69528,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69146,9 +69643,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69262,9 +69760,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69378,9 +69877,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69494,9 +69994,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69610,9 +70111,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69726,9 +70228,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69842,9 +70345,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd3_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -69956,9 +70460,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70071,9 +70576,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70184,9 +70690,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70299,9 +70806,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70414,9 +70922,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70529,9 +71038,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70644,9 +71154,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70759,9 +71270,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70874,9 +71386,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -70987,9 +71500,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71103,9 +71617,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71217,9 +71732,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71333,9 +71849,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71449,9 +71966,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71565,9 +72083,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71681,9 +72200,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71797,9 +72317,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -71913,9 +72434,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd4_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72027,9 +72549,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72142,9 +72665,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72255,9 +72779,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72370,9 +72895,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72485,9 +73011,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72600,9 +73127,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72715,9 +73243,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72830,9 +73359,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -72945,9 +73475,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73058,9 +73589,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73174,9 +73706,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73288,9 +73821,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73404,9 +73938,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73520,9 +74055,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73636,9 +74172,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73752,9 +74289,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73868,9 +74406,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -73984,9 +74523,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd5_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74098,9 +74638,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i1_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74213,9 +74754,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i1_v16_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74326,9 +74868,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i2_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74441,9 +74984,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74556,9 +75100,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74671,9 +75216,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74786,9 +75332,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i8_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -74901,9 +75448,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i8_v2_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75016,9 +75564,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i16_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75129,9 +75678,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 1-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i1_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75245,9 +75795,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i1_v16_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75359,9 +75910,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 2-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i2_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75475,9 +76027,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i2_v8_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75591,9 +76144,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 4-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i4_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75707,9 +76261,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i4_v4_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75823,9 +76378,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 8-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i8_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -75939,9 +76495,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i8_v2_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);
@@ -76055,9 +76612,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 16-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd6_i16_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);

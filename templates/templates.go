@@ -24,7 +24,8 @@
 //	                fastest dims, V-wide coalesced accesses on both sides, an
 //	                XOR swizzle against bank conflicts, and a register
 //	                transpose of Vec×Vec micro-tiles (byte_perm packing for
-//	                1- and 2-byte elements)
+//	                1- and 2-byte elements), or for items under 4 bytes of
+//	                Vec × 4-byte-word micro-tiles (fewer registers)
 package templates
 
 import "embed"

@@ -256,32 +256,18 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 1 };  // src's fastest dim (src stride 1)
 enum { TR = 64 };   // tile rows: elements along D
-enum { TC = 64 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { TC = 128 };   // tile columns: elements along F
+enum { NT = 128 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 2 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd4_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -322,17 +308,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
@@ -347,9 +343,9 @@ func packSkTileNd4F1I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 	copy(a.DStride[:], p.DstStrides)
 	copy(a.SStride[:], p.SrcStrides)
 	a.Div = a.Shape
-	// tiles of 64×64 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
+	// tiles of 64×128 elements: dims 3 (dst's fastest) and 1 (src's fastest) count tiles
 	a.Div[3] = (a.Shape[3] + 63) / 64
-	a.Div[1] = (a.Shape[1] + 63) / 64
+	a.Div[1] = (a.Shape[1] + 127) / 128
 	a.N[0] = a.Div[0] * a.Div[1] * a.Div[2] * a.Div[3]
 	for k, d := range a.Div {
 		a.Mul[k], a.Shr[k] = gen.Magic32(uint64(d))
@@ -359,7 +355,7 @@ func packSkTileNd4F1I2V8I32(p *layout.Plan, sm int, a *skArgs4) (grid, block cud
 			Y: 1,
 			Z: 1,
 		}, cuda.Dim3{
-			X: 64,
+			X: 128,
 			Y: 1,
 			Z: 1,
 		}
@@ -414,16 +410,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd7_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd7_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -444,13 +446,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd7_i4_v1_i32

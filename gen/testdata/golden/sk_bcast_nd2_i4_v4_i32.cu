@@ -48,9 +48,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // map to the same src offset (stride-0 dims are never re-read), and a
 // stride-0 innermost dim is read as one element repeated VEC times.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_bcast_nd2_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];

@@ -43,16 +43,22 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 	for (int k = 0; k < VB; k++) v.w[k / 4] |= (unsigned int)e[k % S] << (8 * (k % 4));
 	return v;
 }
-// sk_elem_nd3_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x + threadIdx.x runs
+// sk_elem_nd3_i4_v1_i32 copies an N-d view: x = blockIdx.x·blockDim.x·XU + threadIdx.x runs
 // along the innermost dim (in vectors), each thread takes R rows (outer
-// indices) per trip, unravelled with fast division.
+// indices) and XU vectors of each row (blockDim.x apart) per trip, the outer
+// indices unravelled with fast division.
 enum { R = 4 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const I xs = (I)x * VEC * (I)a.sstride[ND - 1];
+	const I ud = (I)blockDim.x * VEC * (I)a.dstride[ND - 1], us = (I)blockDim.x * VEC * (I)a.sstride[ND - 1];
+	bool uok[XU];
+#pragma unroll
+	for (int u = 0; u < XU; u++) uok[u] = u == 0 || x + (U)u * blockDim.x < inner;
 	for (U rb = blockIdx.y; rb < nrb; rb += gridDim.y) {
 		const U row0 = rb * (blockDim.y * R) + threadIdx.y;
 		I doff[R], soff[R];
@@ -73,13 +79,17 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd3_i4_v1_i32(unsigned
 			doff[k] = dd;
 			soff[k] = ss;
 		}
-		V v[R];
+		V v[R][XU];
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) v[k] = *(const V*)(src + (long long)soff[k] * S);
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) v[k][u] = *(const V*)(src + (long long)(soff[k] + (I)u * us) * S);
 #pragma unroll
 		for (int k = 0; k < R; k++)
-			if (ok[k]) *(V*)(dst + (long long)doff[k] * S) = v[k];
+#pragma unroll
+			for (int u = 0; u < XU; u++)
+				if (ok[k] && uok[u]) *(V*)(dst + (long long)(doff[k] + (I)u * ud) * S) = v[k][u];
 	}
 }
 } // namespace ns_sk_elem_nd3_i4_v1_i32

@@ -47,9 +47,10 @@ __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
 // is read once per thread and repeated into a 12-byte vector; dst is
 // walked as in the elementwise kernel.
 enum { R = 8 }; // rows per thread per trip
+enum { XU = 1 }; // vectors along the innermost dim per thread per trip, blockDim.x apart
 extern "C" __global__ void __launch_bounds__(256) sk_fill_nd2_i12_v1_i64(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
 	const U inner = (U)a.n[0], rows = (U)a.n[1], nrb = (U)a.n[2];
-	const U x = (U)blockIdx.x * blockDim.x + threadIdx.x;
+	const U x = (U)blockIdx.x * (blockDim.x * XU) + threadIdx.x;
 	if (x >= inner) return;
 	const I xd = (I)x * VEC * (I)a.dstride[ND - 1];
 	const V val = rep(src);

@@ -47,31 +47,17 @@ enum { D = ND - 1 };     // dst's fastest dim (dst stride 1)
 enum { F = 0 };  // src's fastest dim (src stride 1)
 enum { TR = 128 };   // tile rows: elements along D
 enum { TC = 128 };   // tile columns: elements along F
-enum { NT = 64 };   // threads per block
+enum { NT = 256 };   // threads per block
 enum { NCF = TC / VEC }; // vectors per tile row
 enum { NRB = TR / VEC }; // micro-tile rows
 enum { SWM = 7 }; // XOR swizzle mask of the vector column
 enum { G = 1 };     // bytes moved per step of the register transpose
+enum { NQ = VB / 4 };    // 4-byte words per vector
+enum { EW = 4 / S };     // elements per word
 // slot is the shared-memory vector of tile row r, vector column c: columns
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// col returns column j of the VEC×VEC micro-tile in: element i of the result
-// is element j of in[i].
-__device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
-	V o;
-#pragma unroll
-	for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-	for (int i = 0; i < VEC; i++) {
-#pragma unroll
-		for (int u = 0; u < S / G; u++) {
-			const int sb = j * S + u * G, db = i * S + u * G;
-			o.w[db / 4] = __byte_perm(o.w[db / 4], in[i].w[sb / 4], SK_SEL(db % 4, sb % 4, G));
-		}
-	}
-	return o;
-}
 // sk_tile_nd2_f0_i1_v16_i64 copies a permutation: each block moves TR×TC tiles spanning dim
 // D and dim F (the other dims come from the tile index, unravelled with fast
 // division). Loads run along src rows (fixed D index), VEC elements per
@@ -112,17 +98,27 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i1_v16_i64(unsig
 					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
 		}
 		__syncthreads();
+		// Word micro-tiles: a thread reads word q (EW elements) of vector
+		// column c from VEC rows and writes the EW dst vectors they hold.
+		const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
 			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+				unsigned int in[VEC];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
+				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
+				for (int e = 0; e < EW; e++) {
+					V o;
+#pragma unroll
+					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
+#pragma unroll
+					for (int i = 0; i < VEC; i++)
+						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
+				}
 			}
 		}
 	}
