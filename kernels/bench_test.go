@@ -3,6 +3,7 @@ package kernels
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
@@ -11,7 +12,7 @@ import (
 // a warm-up, next to cuMemcpyDtoD of the same bytes in the same run, and
 // reports GB/s (2 × bytes written per second) and the ratio to memcpy.
 func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
-	dev := needGPU(b)
+	dev := testenv.NeedGPU(b)
 	st, err := dev.NewStream(true)
 	if err != nil {
 		b.Fatal(err)

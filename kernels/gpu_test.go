@@ -2,37 +2,18 @@ package kernels
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 	"github.com/stridekit/stridekit/runtime/jit"
 )
-
-// needGPU returns device 0, or skips without one (fails with
-// STRIDEKIT_REQUIRE_GPU=1, as the GPU runner sets).
-func needGPU(tb testing.TB) *cuda.Device {
-	tb.Helper()
-	d, err := cuda.GetDevice(0)
-	if err == nil {
-		return d
-	}
-	if os.Getenv("STRIDEKIT_REQUIRE_GPU") == "1" {
-		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
-	}
-	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrInvalidDevice) {
-		tb.Skipf("no GPU: %.200s", err)
-	}
-	tb.Fatal(err)
-	return nil
-}
 
 var fnCache = jit.NewCache()
 
@@ -250,7 +231,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 // TestGPUCopies runs random copies of every class and itemsize 1, 2, 4, 8,
 // 16, 3, 6, 12 against runtime/hostcopy, with poisoned destinations.
 func TestGPUCopies(t *testing.T) {
-	dev := needGPU(t)
+	dev := testenv.NeedGPU(t)
 	st, err := dev.NewStream(true)
 	if err != nil {
 		t.Fatal(err)

@@ -4,30 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
-
-// needNVRTC skips where NVRTC is missing, or fails with
-// STRIDEKIT_REQUIRE_NVRTC=1 (CI sets it).
-func needNVRTC(tb testing.TB) {
-	tb.Helper()
-	_, _, err := cuda.NVRTCVersion()
-	if err == nil {
-		return
-	}
-	if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
-		tb.Fatalf("NVRTC required (STRIDEKIT_REQUIRE_NVRTC=1): %v", err)
-	}
-	tb.Skipf("no NVRTC: %.200s", err)
-}
 
 // randomSigs returns n valid signatures of every class with a kernel, ranks
 // up to 10, itemsizes 1–16 (odd ones included) and every valid Vec.
@@ -97,7 +83,7 @@ func compileBatches(sigs []layout.Signature, arch string, batch int) error {
 // sample outside it for sm_80 and sm_90, failing on any error or warning.
 // Kernels are batched into translation units to keep CI time low.
 func TestNVRTCCompileAll(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	sigs := gen.DefaultSet()
 	if testing.Short() {
 		sigs = sigs[:0]

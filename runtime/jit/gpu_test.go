@@ -4,27 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"os"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
-
-func needGPU(tb testing.TB) *cuda.Device {
-	tb.Helper()
-	d, err := cuda.GetDevice(0)
-	if err == nil {
-		return d
-	}
-	if os.Getenv("STRIDEKIT_REQUIRE_GPU") == "1" {
-		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
-	}
-	tb.Skipf("no GPU: %.120s", err)
-	return nil
-}
 
 var testSig = layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: 4, Vec: 1}
 
@@ -65,8 +52,8 @@ func TestRegistry(t *testing.T) {
 // memory hits; a fresh Cache hits the disk), launches it and checks the
 // copy; 32 goroutines asking at once load it once.
 func TestCacheOnGPU(t *testing.T) {
-	d := needGPU(t)
-	needNVRTC(t)
+	d := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
 	useCacheDir(t)
 	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
 	c := NewCache()
@@ -148,8 +135,8 @@ func (img Image) targetName() string { return targetOption(img.Arch, img.PTX) }
 
 // BenchmarkMemoryHit is Cache.Kernel on a loaded kernel (goal < 1 µs).
 func BenchmarkMemoryHit(b *testing.B) {
-	d := needGPU(b)
-	needNVRTC(b)
+	d := testenv.NeedGPU(b)
+	testenv.NeedNVRTC(b)
 	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
 	c := NewCache()
 	defer c.Close()
@@ -167,8 +154,8 @@ func BenchmarkMemoryHit(b *testing.B) {
 // BenchmarkMemoryHitBySource is Cache.Function on a loaded kernel, keyed by
 // its whole source.
 func BenchmarkMemoryHitBySource(b *testing.B) {
-	d := needGPU(b)
-	needNVRTC(b)
+	d := testenv.NeedGPU(b)
+	testenv.NeedNVRTC(b)
 	c := NewCache()
 	defer c.Close()
 	if _, err := c.Function(d, copyKernel, "copy2d", Options{}, nil); err != nil {

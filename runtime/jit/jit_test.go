@@ -12,20 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
-
-// needNVRTC skips where NVRTC is missing, or fails with
-// STRIDEKIT_REQUIRE_NVRTC=1 (CI sets it).
-func needNVRTC(tb testing.TB) {
-	tb.Helper()
-	if _, _, err := cuda.NVRTCVersion(); err != nil {
-		if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
-			tb.Fatalf("NVRTC required (STRIDEKIT_REQUIRE_NVRTC=1): %v", err)
-		}
-		tb.Skipf("no NVRTC: %.200s", err)
-	}
-}
 
 // copyKernel is a small strided copy kernel of the kind the generator emits.
 const copyKernel = `extern "C" __global__ void copy2d(float* __restrict__ dst, const float* __restrict__ src,
@@ -48,7 +37,7 @@ func useCacheDir(t *testing.T) string {
 }
 
 func TestTarget(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	archs, _ := cuda.NVRTCSupportedArchs()
 	hi := archs[len(archs)-1]
 	for _, c := range []struct {
@@ -74,7 +63,7 @@ func TestTarget(t *testing.T) {
 }
 
 func TestCompile(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	img, err := Compile(copyKernel, Options{Arch: testArch})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +85,7 @@ func TestCompile(t *testing.T) {
 }
 
 func TestDiskCacheHitMiss(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	dir := useCacheDir(t)
 	s0 := ReadStats()
 	a, err := CompileCached(copyKernel, Options{Arch: testArch})
@@ -164,7 +153,7 @@ func TestCacheDirEnv(t *testing.T) {
 }
 
 func TestDiskCacheBadEntries(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	dir := useCacheDir(t)
 	good, err := CompileCached(copyKernel, Options{Arch: testArch})
 	if err != nil {
@@ -216,7 +205,7 @@ func TestDiskCacheBadEntries(t *testing.T) {
 }
 
 func TestDiskCacheUnwritable(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	// A path below a regular file cannot be created, even by root.
 	file := filepath.Join(t.TempDir(), "file")
 	os.WriteFile(file, nil, 0o644)
@@ -237,7 +226,7 @@ func TestDiskCacheUnwritable(t *testing.T) {
 }
 
 func TestConcurrentCompileOneProcess(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	useCacheDir(t)
 	src := copyKernel + "// concurrent\n"
 	s0 := ReadStats()
@@ -262,7 +251,7 @@ func TestConcurrentCompileOneProcess(t *testing.T) {
 // compiling the same kernel into one empty cache directory at once: all
 // succeed and the entry left is valid.
 func TestConcurrentCompileProcesses(t *testing.T) {
-	needNVRTC(t)
+	testenv.NeedNVRTC(t)
 	if os.Getenv("STRIDEKIT_JIT_CHILD") == "1" {
 		if _, err := CompileCached(copyKernel+"// processes\n", Options{Arch: testArch}); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)
@@ -301,7 +290,7 @@ func TestConcurrentCompileProcesses(t *testing.T) {
 }
 
 func BenchmarkCompileCold(b *testing.B) {
-	needNVRTC(b)
+	testenv.NeedNVRTC(b)
 	for i := 0; b.Loop(); i++ {
 		if _, err := Compile(copyKernel+fmt.Sprintf("// %d\n", i), Options{Arch: testArch}); err != nil {
 			b.Fatal(err)
@@ -310,7 +299,7 @@ func BenchmarkCompileCold(b *testing.B) {
 }
 
 func BenchmarkDiskHit(b *testing.B) {
-	needNVRTC(b)
+	testenv.NeedNVRTC(b)
 	b.Setenv("STRIDEKIT_CACHE_DIR", b.TempDir())
 	b.Setenv("STRIDEKIT_CACHE", "")
 	if _, err := CompileCached(copyKernel, Options{Arch: testArch}); err != nil {

@@ -1,0 +1,49 @@
+// Package testenv holds the checks that tests needing NVRTC or a GPU start
+// with, so every package skips and fails for the same reasons: a missing
+// NVRTC or GPU skips the test with a one-line reason, unless
+// STRIDEKIT_REQUIRE_NVRTC=1 (CI) or STRIDEKIT_REQUIRE_GPU=1 (the GPU runner,
+// gpubin/run.sh) is set, which turns the skip into a failure.
+//
+// runtime/cuda's own tests keep a copy of these checks: they cannot import
+// this package, which imports runtime/cuda.
+package testenv
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// NeedNVRTC skips tb where NVRTC cannot be loaded, or fails it with
+// STRIDEKIT_REQUIRE_NVRTC=1.
+func NeedNVRTC(tb testing.TB) {
+	tb.Helper()
+	_, _, err := cuda.NVRTCVersion()
+	if err == nil {
+		return
+	}
+	if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
+		tb.Fatalf("NVRTC required (STRIDEKIT_REQUIRE_NVRTC=1): %v", err)
+	}
+	tb.Skipf("no NVRTC: %.200s", err)
+}
+
+// NeedGPU returns device 0. Where there is no driver or no device it skips tb,
+// or fails it with STRIDEKIT_REQUIRE_GPU=1; any other error fails tb.
+func NeedGPU(tb testing.TB) *cuda.Device {
+	tb.Helper()
+	d, err := cuda.GetDevice(0)
+	if err == nil {
+		return d
+	}
+	if os.Getenv("STRIDEKIT_REQUIRE_GPU") == "1" {
+		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
+	}
+	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) || errors.Is(err, cuda.ErrInvalidDevice) {
+		tb.Skipf("no GPU: %.200s", err)
+	}
+	tb.Fatal(err)
+	return nil
+}
