@@ -21,9 +21,10 @@
 //     is contiguous in both views, and typed 1-, 2-, 4-, 8- or 16-byte moves
 //     otherwise;
 //   - ClassTile: a cache-blocked transpose over the two fast dims (src's and
-//     dst's), in blocks of 64×64 elements (32×32 for elements of 4 bytes or
-//     more) staged through a small buffer, so both views are read and written
-//     in whole cache lines;
+//     dst's), in square blocks 64 bytes (at least 8 elements) on a side staged
+//     through a small buffer, so both views are read and written in whole
+//     cache lines; 1-, 2- and 4-byte elements are transposed in uint64
+//     registers (8×8, 4×4 and 2×2 sub-blocks);
 //   - ClassBroadcast and ClassFill: repeated writes; a run with unit dst
 //     stride and zero src stride is filled by doubling copy() calls.
 //

@@ -345,3 +345,60 @@ func FuzzHostCopy(f *testing.F) {
 		checkCopy(t, dl, sl, int(dmis%17), int(smis%17), 3)
 	})
 }
+
+// TestTileFastPaths covers the register transposes of the ClassTile executor
+// (8×8 bytes, 4×4 uint16, 2×2 uint32) and the typed and opaque gathers, at
+// extents that are not multiples of the sub-block or the block edge, tiny
+// tiles, a negative stride in one view, and 4-d permutations whose fast dims
+// are in the middle. Each case must plan as ClassTile of the given itemsize
+// (with aligned buffers) and match the naive copy at four misalignments.
+func TestTileFastPaths(t *testing.T) {
+	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	cases := []struct {
+		name   string
+		dl, sl layout.Layout
+		item   int // canonical Sig.Itemsize
+	}{
+		{"u8 67x45", n(s64(67, 45), nil, 1), n(s64(67, 45), s64(1, 67), 1), 1},
+		{"u8 16x16 tiny", n(s64(16, 16), nil, 1), n(s64(16, 16), s64(1, 16), 1), 1},
+		{"u8 16x23", n(s64(16, 23), nil, 1), n(s64(16, 23), s64(1, 16), 1), 1},
+		{"u8 130x129 two blocks and tails", n(s64(130, 129), nil, 1), n(s64(130, 129), s64(1, 130), 1), 1},
+		{"u8 64x64 one block", n(s64(64, 64), nil, 1), n(s64(64, 64), s64(1, 64), 1), 1},
+		{"u8 negative src stride", n(s64(41, 77), nil, 1), n(s64(41, 77), s64(1, -41), 1), 1},
+		{"u8 negative dst stride", n(s64(41, 77), s64(-77, 1), 1), n(s64(41, 77), s64(1, 41), 1), 1},
+		{"u8 padded pitches", n(s64(50, 70), s64(75, 1), 1), n(s64(50, 70), s64(1, 53), 1), 1},
+		{"u16 37x23", n(s64(37, 23), nil, 2), n(s64(37, 23), s64(1, 37), 2), 2},
+		{"u16 18x19", n(s64(18, 19), nil, 2), n(s64(18, 19), s64(1, 18), 2), 2},
+		{"u16 negative src stride", n(s64(35, 66), nil, 2), n(s64(35, 66), s64(1, -35), 2), 2},
+		{"f32 33x17", n(s64(33, 17), nil, 4), n(s64(33, 17), s64(1, 33), 4), 4},
+		{"f32 17x31", n(s64(17, 31), nil, 4), n(s64(17, 31), s64(1, 17), 4), 4},
+		{"f32 negative dst stride", n(s64(19, 50), s64(-50, 1), 4), n(s64(19, 50), s64(1, 19), 4), 4},
+		{"f64 21x19", n(s64(21, 19), nil, 8), n(s64(21, 19), s64(1, 21), 8), 8},
+		{"c128 17x18", n(s64(17, 18), nil, 16), n(s64(17, 18), s64(1, 17), 16), 16},
+		{"3-byte 19x21", n(s64(19, 21), nil, 3), n(s64(19, 21), s64(1, 19), 3), 3},
+		{"5-byte 26x17", n(s64(26, 17), nil, 5), n(s64(26, 17), s64(1, 26), 5), 5},
+		{"12-byte 17x20", n(s64(17, 20), nil, 12), n(s64(17, 20), s64(1, 17), 12), 12},
+		// shape (3, 20, 5, 24): dst's fast dim is 3, src's is 1 (strides
+		// 100, 1, 20, 300), so the canonical Fast dim sits between others.
+		{"4-d u8 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 1), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 1), 1},
+		{"4-d u16 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 2), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 2), 2},
+		{"4-d f32 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 4), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 4), 4},
+		{"4-d u8 negative outer", n(s64(2, 33, 3, 18), s64(-1782, 54, 18, 1), 1), n(s64(2, 33, 3, 18), s64(-99, 1, 33, 198), 1), 1},
+		{"parallel u8 1200x1100", n(s64(1200, 1100), nil, 1), n(s64(1200, 1100), s64(1, 1200), 1), 1},
+		{"parallel u16 700x900", n(s64(700, 900), nil, 2), n(s64(700, 900), s64(1, 700), 2), 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := layout.PlanCopy(c.dl, c.sl, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Sig.Class != layout.ClassTile || int(p.Sig.Itemsize) != c.item {
+				t.Fatalf("plan is %v of itemsize %d, want ClassTile of %d", p.Sig.Class, p.Sig.Itemsize, c.item)
+			}
+			for _, mis := range [][2]int{{0, 0}, {4, 0}, {0, 8}, {1, 3}} {
+				checkCopy(t, c.dl, c.sl, mis[0], mis[1], 11)
+			}
+		})
+	}
+}
