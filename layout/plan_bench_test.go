@@ -3,6 +3,7 @@ package layout_test
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -15,7 +16,7 @@ func benchPair(b *testing.B, nd int) (dst, src layout.Layout) {
 		shape[i] = 4 + int64(i)
 		perm[i] = nd - 1 - i
 	}
-	dst = mustNew(b, shape, nil, 4)
+	dst = layouttest.MustNew(b, shape, nil, 4)
 	src, err := layout.Dense(shape, 4, layout.Perm(perm...))
 	if err != nil {
 		b.Fatal(err)

@@ -6,28 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stridekit/stridekit/internal/fuzzpair"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 	"pgregory.net/rapid"
 )
-
-// tb is the part of testing.TB that rapid.T also has.
-type tb interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-}
-
-func mustNew(t tb, shape, strides []int64, item int) layout.Layout {
-	t.Helper()
-	l, err := layout.New(shape, strides, item)
-	if err != nil {
-		t.Fatalf("New(%v, %v, %d): %v", shape, strides, item, err)
-	}
-	return l
-}
-
-func s64(v ...int64) []int64 { return v }
 
 func TestPlanCopyTable(t *testing.T) {
 	type tc struct {
@@ -39,65 +21,67 @@ func TestPlanCopyTable(t *testing.T) {
 		ds, ss     []int64
 		dOff, sOff int64
 	}
-	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	n := func(shape, strides []int64, item int) layout.Layout {
+		return layouttest.MustNew(t, shape, strides, item)
+	}
 	a16 := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
 	cases := []tc{
-		{name: "same-order dense C is memcpy", dst: n(s64(64, 64), nil, 4), src: n(s64(64, 64), nil, 4),
-			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(4096), ds: s64(1), ss: s64(1)},
-		{name: "memcpy widens to 16 bytes with 16-byte alignment", dst: n(s64(64, 64), nil, 4), src: n(s64(64, 64), nil, 4), opt: a16,
-			sig: "memcpy:nd=1,item=16,vec=1,idx=32", shape: s64(1024), ds: s64(1), ss: s64(1)},
-		{name: "same permuted dense order is memcpy", dst: n(s64(3, 4, 5), s64(1, 15, 3), 2), src: n(s64(3, 4, 5), s64(1, 15, 3), 2),
-			sig: "memcpy:nd=1,item=2,vec=1,idx=32", shape: s64(60)},
-		{name: "dense C from dense F is tile with fast=0", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(1, 64), 4), opt: a16,
-			sig: "tile:nd=2,fast=0,item=4,vec=4,idx=32", shape: s64(64, 32), ds: s64(32, 1), ss: s64(1, 64)},
-		{name: "3-d permutation (2,0,1) merges to a 2-d tile, fast=0", dst: n(s64(32, 16, 64), nil, 1), src: n(s64(32, 16, 64), s64(1, 64*32, 32), 1), opt: a16,
-			sig: "tile:nd=2,fast=0,item=1,vec=16,idx=32", shape: s64(32, 1024), ds: s64(1024, 1), ss: s64(1, 32)},
-		{name: "permutation with src fast at middle canonical dim", dst: n(s64(20, 30, 40), nil, 4), src: n(s64(20, 30, 40), s64(40, 1, 30*20), 4),
-			sig: "tile:nd=3,fast=1,item=4,vec=1,idx=32", shape: s64(20, 30, 40), ds: s64(1200, 40, 1), ss: s64(40, 1, 600)},
-		{name: "small transpose below TileMinExtent is elementwise", dst: n(s64(8, 8), nil, 4), src: n(s64(8, 8), s64(1, 8), 4),
+		{name: "same-order dense C is memcpy", dst: n(layouttest.S64(64, 64), nil, 4), src: n(layouttest.S64(64, 64), nil, 4),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(4096), ds: layouttest.S64(1), ss: layouttest.S64(1)},
+		{name: "memcpy widens to 16 bytes with 16-byte alignment", dst: n(layouttest.S64(64, 64), nil, 4), src: n(layouttest.S64(64, 64), nil, 4), opt: a16,
+			sig: "memcpy:nd=1,item=16,vec=1,idx=32", shape: layouttest.S64(1024), ds: layouttest.S64(1), ss: layouttest.S64(1)},
+		{name: "same permuted dense order is memcpy", dst: n(layouttest.S64(3, 4, 5), layouttest.S64(1, 15, 3), 2), src: n(layouttest.S64(3, 4, 5), layouttest.S64(1, 15, 3), 2),
+			sig: "memcpy:nd=1,item=2,vec=1,idx=32", shape: layouttest.S64(60)},
+		{name: "dense C from dense F is tile with fast=0", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(1, 64), 4), opt: a16,
+			sig: "tile:nd=2,fast=0,item=4,vec=4,idx=32", shape: layouttest.S64(64, 32), ds: layouttest.S64(32, 1), ss: layouttest.S64(1, 64)},
+		{name: "3-d permutation (2,0,1) merges to a 2-d tile, fast=0", dst: n(layouttest.S64(32, 16, 64), nil, 1), src: n(layouttest.S64(32, 16, 64), layouttest.S64(1, 64*32, 32), 1), opt: a16,
+			sig: "tile:nd=2,fast=0,item=1,vec=16,idx=32", shape: layouttest.S64(32, 1024), ds: layouttest.S64(1024, 1), ss: layouttest.S64(1, 32)},
+		{name: "permutation with src fast at middle canonical dim", dst: n(layouttest.S64(20, 30, 40), nil, 4), src: n(layouttest.S64(20, 30, 40), layouttest.S64(40, 1, 30*20), 4),
+			sig: "tile:nd=3,fast=1,item=4,vec=1,idx=32", shape: layouttest.S64(20, 30, 40), ds: layouttest.S64(1200, 40, 1), ss: layouttest.S64(40, 1, 600)},
+		{name: "small transpose below TileMinExtent is elementwise", dst: n(layouttest.S64(8, 8), nil, 4), src: n(layouttest.S64(8, 8), layouttest.S64(1, 8), 4),
 			sig: "elem:nd=2,item=4,vec=1,idx=32"},
-		{name: "slice [:, ::2] is elementwise", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 2), 4),
-			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(2048), ds: s64(1), ss: s64(2)},
-		{name: "row slice [:, :32] of 64 merges rows into 16-byte elements", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 1), 4), opt: a16,
-			sig: "elem:nd=2,item=16,vec=1,idx=32", shape: s64(64, 8), ds: s64(8, 1), ss: s64(16, 1)},
-		{name: "widening respects src alignment 4", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 32), s64(64, 1), 4), opt: layout.PlanOptions{DstAlign: 16, SrcAlign: 4},
-			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: s64(64, 32)},
-		{name: "widening respects strides: row pitch 34 floats allows 8 bytes", dst: n(s64(64, 32), s64(34, 1), 4), src: n(s64(64, 32), nil, 4), opt: a16,
-			sig: "elem:nd=2,item=8,vec=1,idx=32", shape: s64(64, 16), ds: s64(17, 1), ss: s64(16, 1)},
-		{name: "alignment below the itemsize splits the element", dst: n(s64(10), s64(2), 4), src: n(s64(10), nil, 4), opt: layout.PlanOptions{DstAlign: 2, SrcAlign: 16},
-			sig: "elem:nd=2,item=2,vec=1,idx=32", shape: s64(10, 2), ds: s64(4, 1), ss: s64(2, 1)},
-		{name: "negative strides in both are flipped", dst: n(s64(8, 8), s64(-8, -1), 4), src: n(s64(8, 8), s64(-8, -1), 4),
-			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(64), dOff: 0, sOff: 0},
-		{name: "negative in src only stays (reverse copy)", dst: n(s64(100), nil, 4), src: n(s64(100), s64(-1), 4),
-			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(100), ds: s64(1), ss: s64(-1), dOff: 0, sOff: 99 * 4},
-		{name: "negative in dst only stays", dst: n(s64(100), s64(-1), 4), src: n(s64(100), nil, 4),
-			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: s64(100), ds: s64(-1), ss: s64(1), dOff: 99 * 4, sOff: 0},
-		{name: "flip moves index 0: offsets point at the last element", dst: n(s64(4, 5), s64(-10, 1), 4), src: n(s64(4, 5), s64(-5, 1), 4),
-			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: s64(4, 5), ds: s64(10, 1), ss: s64(5, 1), dOff: 0, sOff: 0},
-		{name: "extent-1 dims are dropped", dst: n(s64(1, 16, 1, 4), s64(99, 4, 7, 1), 8), src: n(s64(1, 16, 1, 4), s64(5, 4, 3, 1), 8),
-			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: s64(64)},
-		{name: "broadcast row (NumPy: missing leading dim repeats)", dst: n(s64(64, 32), nil, 4), src: n(s64(32), nil, 4), opt: a16,
-			sig: "bcast:nd=2,item=16,vec=1,idx=32", shape: s64(64, 8), ds: s64(8, 1), ss: s64(0, 1)},
-		{name: "broadcast column (NumPy: extent 1 repeats)", dst: n(s64(64, 32), nil, 4), src: n(s64(64, 1), nil, 4), opt: a16,
-			sig: "bcast:nd=2,item=4,vec=4,idx=32", shape: s64(64, 32), ds: s64(32, 1), ss: s64(1, 0)},
-		{name: "scalar fills everything", dst: n(s64(64, 32), nil, 4), src: n(nil, nil, 4), opt: a16,
-			sig: "fill:nd=1,item=4,vec=4,idx=32", shape: s64(2048), ds: s64(1), ss: s64(0)},
-		{name: "fill with natural alignment only is scalar", dst: n(s64(64, 32), nil, 4), src: n(s64(1, 1), nil, 4),
+		{name: "slice [:, ::2] is elementwise", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(64, 2), 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(2048), ds: layouttest.S64(1), ss: layouttest.S64(2)},
+		{name: "row slice [:, :32] of 64 merges rows into 16-byte elements", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(64, 1), 4), opt: a16,
+			sig: "elem:nd=2,item=16,vec=1,idx=32", shape: layouttest.S64(64, 8), ds: layouttest.S64(8, 1), ss: layouttest.S64(16, 1)},
+		{name: "widening respects src alignment 4", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(64, 1), 4), opt: layout.PlanOptions{DstAlign: 16, SrcAlign: 4},
+			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: layouttest.S64(64, 32)},
+		{name: "widening respects strides: row pitch 34 floats allows 8 bytes", dst: n(layouttest.S64(64, 32), layouttest.S64(34, 1), 4), src: n(layouttest.S64(64, 32), nil, 4), opt: a16,
+			sig: "elem:nd=2,item=8,vec=1,idx=32", shape: layouttest.S64(64, 16), ds: layouttest.S64(17, 1), ss: layouttest.S64(16, 1)},
+		{name: "alignment below the itemsize splits the element", dst: n(layouttest.S64(10), layouttest.S64(2), 4), src: n(layouttest.S64(10), nil, 4), opt: layout.PlanOptions{DstAlign: 2, SrcAlign: 16},
+			sig: "elem:nd=2,item=2,vec=1,idx=32", shape: layouttest.S64(10, 2), ds: layouttest.S64(4, 1), ss: layouttest.S64(2, 1)},
+		{name: "negative strides in both are flipped", dst: n(layouttest.S64(8, 8), layouttest.S64(-8, -1), 4), src: n(layouttest.S64(8, 8), layouttest.S64(-8, -1), 4),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(64), dOff: 0, sOff: 0},
+		{name: "negative in src only stays (reverse copy)", dst: n(layouttest.S64(100), nil, 4), src: n(layouttest.S64(100), layouttest.S64(-1), 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(100), ds: layouttest.S64(1), ss: layouttest.S64(-1), dOff: 0, sOff: 99 * 4},
+		{name: "negative in dst only stays", dst: n(layouttest.S64(100), layouttest.S64(-1), 4), src: n(layouttest.S64(100), nil, 4),
+			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(100), ds: layouttest.S64(-1), ss: layouttest.S64(1), dOff: 99 * 4, sOff: 0},
+		{name: "flip moves index 0: offsets point at the last element", dst: n(layouttest.S64(4, 5), layouttest.S64(-10, 1), 4), src: n(layouttest.S64(4, 5), layouttest.S64(-5, 1), 4),
+			sig: "elem:nd=2,item=4,vec=1,idx=32", shape: layouttest.S64(4, 5), ds: layouttest.S64(10, 1), ss: layouttest.S64(5, 1), dOff: 0, sOff: 0},
+		{name: "extent-1 dims are dropped", dst: n(layouttest.S64(1, 16, 1, 4), layouttest.S64(99, 4, 7, 1), 8), src: n(layouttest.S64(1, 16, 1, 4), layouttest.S64(5, 4, 3, 1), 8),
+			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: layouttest.S64(64)},
+		{name: "broadcast row (NumPy: missing leading dim repeats)", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(32), nil, 4), opt: a16,
+			sig: "bcast:nd=2,item=16,vec=1,idx=32", shape: layouttest.S64(64, 8), ds: layouttest.S64(8, 1), ss: layouttest.S64(0, 1)},
+		{name: "broadcast column (NumPy: extent 1 repeats)", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 1), nil, 4), opt: a16,
+			sig: "bcast:nd=2,item=4,vec=4,idx=32", shape: layouttest.S64(64, 32), ds: layouttest.S64(32, 1), ss: layouttest.S64(1, 0)},
+		{name: "scalar fills everything", dst: n(layouttest.S64(64, 32), nil, 4), src: n(nil, nil, 4), opt: a16,
+			sig: "fill:nd=1,item=4,vec=4,idx=32", shape: layouttest.S64(2048), ds: layouttest.S64(1), ss: layouttest.S64(0)},
+		{name: "fill with natural alignment only is scalar", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(1, 1), nil, 4),
 			sig: "fill:nd=1,item=4,vec=1,idx=32"},
-		{name: "single element is memcpy", dst: n(s64(1, 1), nil, 8), src: n(s64(1), nil, 8),
-			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: s64(1)},
-		{name: "empty is none", dst: n(s64(3, 0), nil, 8), src: n(s64(1, 0), nil, 8), sig: "none:nd=0,item=8,vec=1,idx=32"},
-		{name: "24-byte items split into 8-byte elements", dst: n(s64(8, 3), nil, 24), src: n(s64(8, 3), s64(1, 8), 24),
-			sig: "elem:nd=3,item=8,vec=1,idx=32", shape: s64(8, 3, 3), ds: s64(9, 3, 1), ss: s64(3, 24, 1)},
-		{name: "12-byte items stay opaque in a gather", dst: n(s64(20), nil, 12), src: n(s64(20), s64(3), 12),
+		{name: "single element is memcpy", dst: n(layouttest.S64(1, 1), nil, 8), src: n(layouttest.S64(1), nil, 8),
+			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: layouttest.S64(1)},
+		{name: "empty is none", dst: n(layouttest.S64(3, 0), nil, 8), src: n(layouttest.S64(1, 0), nil, 8), sig: "none:nd=0,item=8,vec=1,idx=32"},
+		{name: "24-byte items split into 8-byte elements", dst: n(layouttest.S64(8, 3), nil, 24), src: n(layouttest.S64(8, 3), layouttest.S64(1, 8), 24),
+			sig: "elem:nd=3,item=8,vec=1,idx=32", shape: layouttest.S64(8, 3, 3), ds: layouttest.S64(9, 3, 1), ss: layouttest.S64(3, 24, 1)},
+		{name: "12-byte items stay opaque in a gather", dst: n(layouttest.S64(20), nil, 12), src: n(layouttest.S64(20), layouttest.S64(3), 12),
 			sig: "elem:nd=1,item=12,vec=1,idx=32"},
-		{name: "12-byte items merge into a run", dst: n(s64(20), nil, 12), src: n(s64(20), nil, 12),
-			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: s64(60)},
-		{name: "index width 32 at volume 2^31-1", dst: n(s64(math.MaxInt32), nil, 1), src: n(s64(math.MaxInt32), s64(-1), 1),
+		{name: "12-byte items merge into a run", dst: n(layouttest.S64(20), nil, 12), src: n(layouttest.S64(20), nil, 12),
+			sig: "memcpy:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(60)},
+		{name: "index width 32 at volume 2^31-1", dst: n(layouttest.S64(math.MaxInt32), nil, 1), src: n(layouttest.S64(math.MaxInt32), layouttest.S64(-1), 1),
 			sig: "elem:nd=1,item=1,vec=1,idx=32", sOff: math.MaxInt32 - 1},
-		{name: "index width 64 at volume 2^31", dst: n(s64(1<<31), nil, 1), src: n(s64(1<<31), s64(-1), 1),
+		{name: "index width 64 at volume 2^31", dst: n(layouttest.S64(1<<31), nil, 1), src: n(layouttest.S64(1<<31), layouttest.S64(-1), 1),
 			sig: "elem:nd=1,item=1,vec=1,idx=64", sOff: math.MaxInt32},
-		{name: "index width 64 when a src offset passes 2^31", dst: n(s64(1<<16, 2), nil, 1), src: n(s64(1<<16, 2), s64(1<<16, 1<<30), 1),
+		{name: "index width 64 when a src offset passes 2^31", dst: n(layouttest.S64(1<<16, 2), nil, 1), src: n(layouttest.S64(1<<16, 2), layouttest.S64(1<<16, 1<<30), 1),
 			sig: "elem:nd=2,item=1,vec=1,idx=64"},
 	}
 	for _, c := range cases {
@@ -143,7 +127,9 @@ func equal64(a, b []int64) bool {
 }
 
 func TestPlanCopyErrors(t *testing.T) {
-	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	n := func(shape, strides []int64, item int) layout.Layout {
+		return layouttest.MustNew(t, shape, strides, item)
+	}
 	cases := []struct {
 		name     string
 		dst, src layout.Layout
@@ -151,14 +137,14 @@ func TestPlanCopyErrors(t *testing.T) {
 		err      error
 		mention  []string
 	}{
-		{"shapes differ", n(s64(3, 4), nil, 4), n(s64(4, 3), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [4 3]", "dst shape [3 4]"}},
-		{"NumPy: extent 1 in dst does not broadcast", n(s64(1, 4), nil, 4), n(s64(3, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"[3 4]", "[1 4]"}},
-		{"src has more dims", n(s64(4), nil, 4), n(s64(1, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [1 4]", "dst shape [4]"}},
-		{"itemsizes differ", n(s64(4), nil, 4), n(s64(4), nil, 8), layout.PlanOptions{}, layout.ErrItemsize, []string{"dst itemsize 4", "src itemsize 8"}},
-		{"dst overlaps (zero stride)", n(s64(4, 4), s64(0, 1), 4), n(s64(4, 4), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst (4,4):(0,1)x4"}},
-		{"dst overlaps (strides 1,1)", n(s64(3, 3), s64(1, 1), 4), n(s64(3, 3), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst"}},
-		{"dst alignment not a power of two", n(s64(4), nil, 4), n(s64(4), nil, 4), layout.PlanOptions{DstAlign: 3}, layout.ErrAlignment, []string{"DstAlign = 3"}},
-		{"src alignment negative", n(s64(4), nil, 4), n(s64(4), nil, 4), layout.PlanOptions{SrcAlign: -4}, layout.ErrAlignment, []string{"SrcAlign = -4"}},
+		{"shapes differ", n(layouttest.S64(3, 4), nil, 4), n(layouttest.S64(4, 3), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [4 3]", "dst shape [3 4]"}},
+		{"NumPy: extent 1 in dst does not broadcast", n(layouttest.S64(1, 4), nil, 4), n(layouttest.S64(3, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"[3 4]", "[1 4]"}},
+		{"src has more dims", n(layouttest.S64(4), nil, 4), n(layouttest.S64(1, 4), nil, 4), layout.PlanOptions{}, layout.ErrShape, []string{"src shape [1 4]", "dst shape [4]"}},
+		{"itemsizes differ", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 8), layout.PlanOptions{}, layout.ErrItemsize, []string{"dst itemsize 4", "src itemsize 8"}},
+		{"dst overlaps (zero stride)", n(layouttest.S64(4, 4), layouttest.S64(0, 1), 4), n(layouttest.S64(4, 4), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst (4,4):(0,1)x4"}},
+		{"dst overlaps (strides 1,1)", n(layouttest.S64(3, 3), layouttest.S64(1, 1), 4), n(layouttest.S64(3, 3), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst"}},
+		{"dst alignment not a power of two", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{DstAlign: 3}, layout.ErrAlignment, []string{"DstAlign = 3"}},
+		{"src alignment negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{SrcAlign: -4}, layout.ErrAlignment, []string{"SrcAlign = -4"}},
 		{"zero layouts", layout.Layout{}, layout.Layout{}, layout.PlanOptions{}, layout.ErrItemsize, []string{"itemsize 0"}},
 	}
 	for _, c := range cases {
@@ -184,8 +170,8 @@ func TestPlanCopyErrors(t *testing.T) {
 // A non-unique-looking but unique dst passes the exact check: offsets of
 // shape (3,2) strides (2,3) are 0,3,2,5,4,7.
 func TestPlanCopyUniqueDstExactCheck(t *testing.T) {
-	d := mustNew(t, s64(3, 2), s64(2, 3), 4)
-	if _, err := layout.PlanCopy(d, mustNew(t, s64(3, 2), nil, 4), layout.PlanOptions{}); err != nil {
+	d := layouttest.MustNew(t, layouttest.S64(3, 2), layouttest.S64(2, 3), 4)
+	if _, err := layout.PlanCopy(d, layouttest.MustNew(t, layouttest.S64(3, 2), nil, 4), layout.PlanOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -195,17 +181,17 @@ func TestPlanCopyUniqueDstExactCheck(t *testing.T) {
 func TestPlanCopySignatureInvariance(t *testing.T) {
 	groups := [][][2]layout.Layout{
 		{ // 2-d transposes of f32
-			{mustNew(t, s64(64, 128), nil, 4), mustNew(t, s64(64, 128), s64(1, 64), 4)},
-			{mustNew(t, s64(100, 300), nil, 4), mustNew(t, s64(100, 300), s64(1, 100), 4)},
-			{mustNew(t, s64(17, 4000), s64(5000, 1), 4), mustNew(t, s64(17, 4000), s64(1, 20), 4)},
+			{layouttest.MustNew(t, layouttest.S64(64, 128), nil, 4), layouttest.MustNew(t, layouttest.S64(64, 128), layouttest.S64(1, 64), 4)},
+			{layouttest.MustNew(t, layouttest.S64(100, 300), nil, 4), layouttest.MustNew(t, layouttest.S64(100, 300), layouttest.S64(1, 100), 4)},
+			{layouttest.MustNew(t, layouttest.S64(17, 4000), layouttest.S64(5000, 1), 4), layouttest.MustNew(t, layouttest.S64(17, 4000), layouttest.S64(1, 20), 4)},
 		},
 		{ // column slices
-			{mustNew(t, s64(64, 32), nil, 2), mustNew(t, s64(64, 32), s64(100, 2), 2)},
-			{mustNew(t, s64(5, 7), nil, 2), mustNew(t, s64(5, 7), s64(100, 3), 2)},
+			{layouttest.MustNew(t, layouttest.S64(64, 32), nil, 2), layouttest.MustNew(t, layouttest.S64(64, 32), layouttest.S64(100, 2), 2)},
+			{layouttest.MustNew(t, layouttest.S64(5, 7), nil, 2), layouttest.MustNew(t, layouttest.S64(5, 7), layouttest.S64(100, 3), 2)},
 		},
 		{ // dense copies
-			{mustNew(t, s64(64, 32), nil, 8), mustNew(t, s64(64, 32), nil, 8)},
-			{mustNew(t, s64(3, 5, 7), s64(1, 3, 15), 8), mustNew(t, s64(3, 5, 7), s64(1, 3, 15), 8)},
+			{layouttest.MustNew(t, layouttest.S64(64, 32), nil, 8), layouttest.MustNew(t, layouttest.S64(64, 32), nil, 8)},
+			{layouttest.MustNew(t, layouttest.S64(3, 5, 7), layouttest.S64(1, 3, 15), 8), layouttest.MustNew(t, layouttest.S64(3, 5, 7), layouttest.S64(1, 3, 15), 8)},
 		},
 	}
 	for gi, g := range groups {
@@ -225,8 +211,8 @@ func TestPlanCopySignatureInvariance(t *testing.T) {
 }
 
 func TestPlanCopyIntoNoAllocs(t *testing.T) {
-	d := mustNew(t, s64(2, 3, 4, 5, 6, 7, 8, 9), nil, 4)
-	s, err := layout.New(s64(2, 3, 4, 5, 6, 7, 8, 9), s64(1, 2, 6, 24, 120, 720, 5040, 40320), 4)
+	d := layouttest.MustNew(t, layouttest.S64(2, 3, 4, 5, 6, 7, 8, 9), nil, 4)
+	s, err := layout.New(layouttest.S64(2, 3, 4, 5, 6, 7, 8, 9), layouttest.S64(1, 2, 6, 24, 120, 720, 5040, 40320), 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +237,7 @@ func TestPlanCopyManyDims(t *testing.T) {
 			shape[i] = 2
 		}
 	}
-	d := mustNew(t, shape, nil, 4)
+	d := layouttest.MustNew(t, shape, nil, 4)
 	f, err := layout.Dense(shape, 4, layout.F)
 	if err != nil {
 		t.Fatal(err)
@@ -411,7 +397,7 @@ func srcStridesFor(src layout.Layout) []int64 {
 
 // checkPairs checks that the plan addresses exactly the (dst byte, src byte)
 // pairs of the original views, and the guarantees documented on Plan.
-func checkPairs(t tb, dst, src layout.Layout, p layout.Plan) {
+func checkPairs(t layouttest.TB, dst, src layout.Layout, p layout.Plan) {
 	t.Helper()
 	item := int64(dst.Itemsize())
 	want := map[int64]int64{}
@@ -453,7 +439,7 @@ func checkPairs(t tb, dst, src layout.Layout, p layout.Plan) {
 
 // checkGuarantees checks the vector and alignment guarantees of a plan made
 // with options opt.
-func checkGuarantees(t tb, p layout.Plan, opt layout.PlanOptions, item int) {
+func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, item int) {
 	t.Helper()
 	if p.Sig.Class == layout.ClassNone {
 		return
@@ -567,7 +553,7 @@ func TestPlanCopyProperties(t *testing.T) {
 		checkGuarantees(t, p, opt, dst.Itemsize())
 		// Reusing a plan gives the same result.
 		var q layout.Plan
-		_ = layout.PlanCopyInto(&q, mustNew(t, s64(7, 9), nil, 2), mustNew(t, s64(7, 9), s64(1, 7), 2), layout.PlanOptions{})
+		_ = layout.PlanCopyInto(&q, layouttest.MustNew(t, layouttest.S64(7, 9), nil, 2), layouttest.MustNew(t, layouttest.S64(7, 9), layouttest.S64(1, 7), 2), layout.PlanOptions{})
 		if err := layout.PlanCopyInto(&q, dst, src, opt); err != nil || q.Sig != p.Sig || !equal64(q.Shape, p.Shape) ||
 			!equal64(q.DstStrides, p.DstStrides) || !equal64(q.SrcStrides, p.SrcStrides) || q.DstOffset != p.DstOffset || q.SrcOffset != p.SrcOffset {
 			t.Fatalf("reused plan %+v differs from %+v (%v)", q, p, err)
@@ -581,7 +567,7 @@ func FuzzPlanCopy(f *testing.F) {
 	f.Add([]byte{2, 4, 3, 4, 1, 2, 2, 0xfd, 1, 0x02})
 	f.Add([]byte{3, 1, 5, 5, 5, 25, 5, 1, 3, 1, 5, 25, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		dst, src, opt, ok := fuzzpair.Decode(data)
+		dst, src, opt, ok := layouttest.DecodePair(data)
 		if !ok {
 			return
 		}

@@ -3,6 +3,7 @@ package hostcopy_test
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 )
@@ -39,39 +40,39 @@ func BenchmarkBuiltinCopy64MiB(b *testing.B) {
 }
 
 func BenchmarkContiguous64MiB(b *testing.B) {
-	l := mustNew(b, s64(4096, 4096), nil, 4)
+	l := layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4)
 	benchCopy(b, l, l)
 }
 
 func BenchmarkTransposeF32(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, s64(4096, 4096), s64(1, 4096), 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, layouttest.S64(4096, 4096), layouttest.S64(1, 4096), 4))
 }
 
 func BenchmarkTransposeU8(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 1), mustNew(b, s64(4096, 4096), s64(1, 4096), 1))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 1), layouttest.MustNew(b, layouttest.S64(4096, 4096), layouttest.S64(1, 4096), 1))
 }
 
 // BenchmarkSliceStep2 copies src[:, ::2] of a 4096×8192 float32 matrix.
 func BenchmarkSliceStep2(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, s64(4096, 4096), s64(8192, 2), 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, layouttest.S64(4096, 4096), layouttest.S64(8192, 2), 4))
 }
 
 // BenchmarkSliceRows copies src[:, :4096] of a 4096×8192 float32 matrix:
 // contiguous rows with a gap.
 func BenchmarkSliceRows(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, s64(4096, 4096), s64(8192, 1), 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, layouttest.S64(4096, 4096), layouttest.S64(8192, 1), 4))
 }
 
 // BenchmarkBroadcastRow writes one 4096-float row into 4096 rows.
 func BenchmarkBroadcastRow(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, s64(4096), nil, 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, layouttest.S64(4096), nil, 4))
 }
 
 // BenchmarkBroadcastColumn repeats each of 4096 floats along a row.
 func BenchmarkBroadcastColumn(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, s64(4096, 1), nil, 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, layouttest.S64(4096, 1), nil, 4))
 }
 
 func BenchmarkFill(b *testing.B) {
-	benchCopy(b, mustNew(b, s64(4096, 4096), nil, 4), mustNew(b, nil, nil, 4))
+	benchCopy(b, layouttest.MustNew(b, layouttest.S64(4096, 4096), nil, 4), layouttest.MustNew(b, nil, nil, 4))
 }

@@ -8,30 +8,13 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/stridekit/stridekit/internal/fuzzpair"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 	"pgregory.net/rapid"
 )
 
 const poison = 0xA5
-
-type tb interface {
-	Helper()
-	Fatal(args ...any)
-	Fatalf(format string, args ...any)
-}
-
-func mustNew(t tb, shape, strides []int64, item int) layout.Layout {
-	t.Helper()
-	l, err := layout.New(shape, strides, item)
-	if err != nil {
-		t.Fatalf("New(%v, %v, %d): %v", shape, strides, item, err)
-	}
-	return l
-}
-
-func s64(v ...int64) []int64 { return v }
 
 // naive copies element by element, straight from the definitions: for every
 // dst index, the src element at the same index (broadcast dims read index 0).
@@ -85,7 +68,7 @@ func buffer(n int64, misalign int, fill byte) (view, whole []byte) {
 
 // checkCopy runs Copy on poisoned, misaligned buffers and compares every byte
 // of dst's allocation with the naive reference.
-func checkCopy(t tb, dl, sl layout.Layout, dmis, smis int, seed uint64) {
+func checkCopy(t layouttest.TB, dl, sl layout.Layout, dmis, smis int, seed uint64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 1))
 	src, _ := buffer(sl.RequiredSizeInBytes(), smis, 0)
@@ -108,37 +91,39 @@ func checkCopy(t tb, dl, sl layout.Layout, dmis, smis int, seed uint64) {
 }
 
 func TestCopyTable(t *testing.T) {
-	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	n := func(shape, strides []int64, item int) layout.Layout {
+		return layouttest.MustNew(t, shape, strides, item)
+	}
 	cases := []struct {
 		name   string
 		dl, sl layout.Layout
 	}{
-		{"dense C", n(s64(33, 17), nil, 4), n(s64(33, 17), nil, 4)},
-		{"transpose f32 (tile)", n(s64(100, 70), nil, 4), n(s64(100, 70), s64(1, 100), 4)},
-		{"transpose u8 (tile)", n(s64(100, 70), nil, 1), n(s64(100, 70), s64(1, 100), 1)},
-		{"transpose u16 (tile)", n(s64(100, 70), nil, 2), n(s64(100, 70), s64(1, 100), 2)},
-		{"transpose f64 (tile)", n(s64(100, 70), nil, 8), n(s64(100, 70), s64(1, 100), 8)},
-		{"transpose c128 (tile)", n(s64(40, 70), nil, 16), n(s64(40, 70), s64(1, 40), 16)},
-		{"transpose 12-byte (tile, opaque)", n(s64(40, 70), nil, 12), n(s64(40, 70), s64(1, 40), 12)},
-		{"transpose 24-byte (split)", n(s64(40, 70), nil, 24), n(s64(40, 70), s64(1, 40), 24)},
-		{"3-d permutation", n(s64(20, 30, 40), nil, 4), n(s64(20, 30, 40), s64(40, 1, 600), 4)},
-		{"3-d permutation with gaps", n(s64(20, 30, 40), s64(1300, 41, 1), 2), n(s64(20, 30, 40), s64(45, 1, 950), 2)},
-		{"slice [:, ::2]", n(s64(64, 32), nil, 4), n(s64(64, 32), s64(64, 2), 4)},
-		{"reverse", n(s64(1000), nil, 4), n(s64(1000), s64(-1), 4)},
-		{"flip both", n(s64(30, 40), s64(-40, -1), 8), n(s64(30, 40), s64(-80, -1), 8)},
-		{"broadcast row", n(s64(64, 33), nil, 4), n(s64(33), nil, 4)},
-		{"broadcast column", n(s64(64, 33), nil, 4), n(s64(64, 1), nil, 4)},
-		{"fill", n(s64(64, 33), nil, 4), n(nil, nil, 4)},
-		{"fill strided dst", n(s64(64, 33), s64(70, 2), 2), n(s64(1), nil, 2)},
+		{"dense C", n(layouttest.S64(33, 17), nil, 4), n(layouttest.S64(33, 17), nil, 4)},
+		{"transpose f32 (tile)", n(layouttest.S64(100, 70), nil, 4), n(layouttest.S64(100, 70), layouttest.S64(1, 100), 4)},
+		{"transpose u8 (tile)", n(layouttest.S64(100, 70), nil, 1), n(layouttest.S64(100, 70), layouttest.S64(1, 100), 1)},
+		{"transpose u16 (tile)", n(layouttest.S64(100, 70), nil, 2), n(layouttest.S64(100, 70), layouttest.S64(1, 100), 2)},
+		{"transpose f64 (tile)", n(layouttest.S64(100, 70), nil, 8), n(layouttest.S64(100, 70), layouttest.S64(1, 100), 8)},
+		{"transpose c128 (tile)", n(layouttest.S64(40, 70), nil, 16), n(layouttest.S64(40, 70), layouttest.S64(1, 40), 16)},
+		{"transpose 12-byte (tile, opaque)", n(layouttest.S64(40, 70), nil, 12), n(layouttest.S64(40, 70), layouttest.S64(1, 40), 12)},
+		{"transpose 24-byte (split)", n(layouttest.S64(40, 70), nil, 24), n(layouttest.S64(40, 70), layouttest.S64(1, 40), 24)},
+		{"3-d permutation", n(layouttest.S64(20, 30, 40), nil, 4), n(layouttest.S64(20, 30, 40), layouttest.S64(40, 1, 600), 4)},
+		{"3-d permutation with gaps", n(layouttest.S64(20, 30, 40), layouttest.S64(1300, 41, 1), 2), n(layouttest.S64(20, 30, 40), layouttest.S64(45, 1, 950), 2)},
+		{"slice [:, ::2]", n(layouttest.S64(64, 32), nil, 4), n(layouttest.S64(64, 32), layouttest.S64(64, 2), 4)},
+		{"reverse", n(layouttest.S64(1000), nil, 4), n(layouttest.S64(1000), layouttest.S64(-1), 4)},
+		{"flip both", n(layouttest.S64(30, 40), layouttest.S64(-40, -1), 8), n(layouttest.S64(30, 40), layouttest.S64(-80, -1), 8)},
+		{"broadcast row", n(layouttest.S64(64, 33), nil, 4), n(layouttest.S64(33), nil, 4)},
+		{"broadcast column", n(layouttest.S64(64, 33), nil, 4), n(layouttest.S64(64, 1), nil, 4)},
+		{"fill", n(layouttest.S64(64, 33), nil, 4), n(nil, nil, 4)},
+		{"fill strided dst", n(layouttest.S64(64, 33), layouttest.S64(70, 2), 2), n(layouttest.S64(1), nil, 2)},
 		{"scalar", n(nil, nil, 8), n(nil, nil, 8)},
-		{"empty", n(s64(5, 0), nil, 8), n(s64(1, 0), nil, 8)},
-		{"odd itemsize 5", n(s64(7, 9), nil, 5), n(s64(7, 9), s64(1, 7), 5)},
-		{"itemsize 40", n(s64(7, 9), nil, 40), n(s64(7, 9), s64(1, 7), 40)},
-		{"parallel memcpy 2 MiB", n(s64(512, 1024), nil, 4), n(s64(512, 1024), nil, 4)},
-		{"parallel transpose 4 MiB", n(s64(1024, 1024), nil, 4), n(s64(1024, 1024), s64(1, 1024), 4)},
-		{"parallel slice 2 MiB", n(s64(1024, 512), nil, 4), n(s64(1024, 512), s64(1024, 2), 4)},
-		{"parallel fill 2 MiB", n(s64(1<<19), nil, 4), n(nil, nil, 4)},
-		{"parallel 1-d gather", n(s64(1<<19), nil, 4), n(s64(1<<19), s64(3), 4)},
+		{"empty", n(layouttest.S64(5, 0), nil, 8), n(layouttest.S64(1, 0), nil, 8)},
+		{"odd itemsize 5", n(layouttest.S64(7, 9), nil, 5), n(layouttest.S64(7, 9), layouttest.S64(1, 7), 5)},
+		{"itemsize 40", n(layouttest.S64(7, 9), nil, 40), n(layouttest.S64(7, 9), layouttest.S64(1, 7), 40)},
+		{"parallel memcpy 2 MiB", n(layouttest.S64(512, 1024), nil, 4), n(layouttest.S64(512, 1024), nil, 4)},
+		{"parallel transpose 4 MiB", n(layouttest.S64(1024, 1024), nil, 4), n(layouttest.S64(1024, 1024), layouttest.S64(1, 1024), 4)},
+		{"parallel slice 2 MiB", n(layouttest.S64(1024, 512), nil, 4), n(layouttest.S64(1024, 512), layouttest.S64(1024, 2), 4)},
+		{"parallel fill 2 MiB", n(layouttest.S64(1<<19), nil, 4), n(nil, nil, 4)},
+		{"parallel 1-d gather", n(layouttest.S64(1<<19), nil, 4), n(layouttest.S64(1<<19), layouttest.S64(3), 4)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -160,7 +145,7 @@ func TestCopyManyDims(t *testing.T) {
 			shape[i] = int64(2 + i%2)
 		}
 	}
-	dl := mustNew(t, shape, nil, 4)
+	dl := layouttest.MustNew(t, shape, nil, 4)
 	sl, err := layout.Dense(shape, 4, layout.F)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +159,7 @@ func TestCopyManyDims(t *testing.T) {
 		sh[i] = 2
 		perm[i] = (i * 7) % 20
 	}
-	dl = mustNew(t, sh, nil, 1)
+	dl = layouttest.MustNew(t, sh, nil, 1)
 	if sl, err = layout.Dense(sh, 1, layout.Perm(perm...)); err != nil {
 		t.Fatal(err)
 	}
@@ -182,8 +167,8 @@ func TestCopyManyDims(t *testing.T) {
 }
 
 func TestCopyErrors(t *testing.T) {
-	dl := mustNew(t, s64(4, 4), nil, 4)
-	sl := mustNew(t, s64(4, 4), s64(1, 4), 4)
+	dl := layouttest.MustNew(t, layouttest.S64(4, 4), nil, 4)
+	sl := layouttest.MustNew(t, layouttest.S64(4, 4), layouttest.S64(1, 4), 4)
 	buf := make([]byte, 64)
 	cases := []struct {
 		name     string
@@ -194,8 +179,8 @@ func TestCopyErrors(t *testing.T) {
 	}{
 		{"short dst", buf[:63], buf, dl, sl, hostcopy.ErrBufferSize, []string{"dst is 63 bytes", "needs 64"}},
 		{"short src", make([]byte, 64), buf[:10], dl, sl, hostcopy.ErrBufferSize, []string{"src is 10 bytes", "needs 64"}},
-		{"shape mismatch", make([]byte, 64), buf, dl, mustNew(t, s64(2, 8), nil, 4), layout.ErrShape, []string{"[2 8]", "[4 4]"}},
-		{"overlapping dst", make([]byte, 64), buf, mustNew(t, s64(4, 4), s64(1, 1), 4), sl, layout.ErrOverlappingDst, []string{"dst"}},
+		{"shape mismatch", make([]byte, 64), buf, dl, layouttest.MustNew(t, layouttest.S64(2, 8), nil, 4), layout.ErrShape, []string{"[2 8]", "[4 4]"}},
+		{"overlapping dst", make([]byte, 64), buf, layouttest.MustNew(t, layouttest.S64(4, 4), layouttest.S64(1, 1), 4), sl, layout.ErrOverlappingDst, []string{"dst"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -220,12 +205,12 @@ func TestCopyOverlap(t *testing.T) {
 		dl, sl     layout.Layout
 		dpos, spos int
 	}{
-		{"memmove forward", mustNew(t, s64(100), nil, 4), mustNew(t, s64(100), nil, 4), 8, 0},
-		{"memmove backward", mustNew(t, s64(100), nil, 4), mustNew(t, s64(100), nil, 4), 0, 8},
-		{"in-place transpose", mustNew(t, s64(40, 40), nil, 4), mustNew(t, s64(40, 40), s64(1, 40), 4), 0, 0},
-		{"in-place reverse", mustNew(t, s64(1000), nil, 2), mustNew(t, s64(1000), s64(-1), 2), 0, 0},
-		{"shifted slice", mustNew(t, s64(64, 32), nil, 4), mustNew(t, s64(64, 32), s64(64, 2), 4), 100, 0},
-		{"large in-place transpose", mustNew(t, s64(1024, 1024), nil, 4), mustNew(t, s64(1024, 1024), s64(1, 1024), 4), 0, 0},
+		{"memmove forward", layouttest.MustNew(t, layouttest.S64(100), nil, 4), layouttest.MustNew(t, layouttest.S64(100), nil, 4), 8, 0},
+		{"memmove backward", layouttest.MustNew(t, layouttest.S64(100), nil, 4), layouttest.MustNew(t, layouttest.S64(100), nil, 4), 0, 8},
+		{"in-place transpose", layouttest.MustNew(t, layouttest.S64(40, 40), nil, 4), layouttest.MustNew(t, layouttest.S64(40, 40), layouttest.S64(1, 40), 4), 0, 0},
+		{"in-place reverse", layouttest.MustNew(t, layouttest.S64(1000), nil, 2), layouttest.MustNew(t, layouttest.S64(1000), layouttest.S64(-1), 2), 0, 0},
+		{"shifted slice", layouttest.MustNew(t, layouttest.S64(64, 32), nil, 4), layouttest.MustNew(t, layouttest.S64(64, 32), layouttest.S64(64, 2), 4), 100, 0},
+		{"large in-place transpose", layouttest.MustNew(t, layouttest.S64(1024, 1024), nil, 4), layouttest.MustNew(t, layouttest.S64(1024, 1024), layouttest.S64(1, 1024), 4), 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -275,7 +260,7 @@ func genLayouts(t *rapid.T) (dst, src layout.Layout) {
 		}
 		return st
 	}
-	dst = mustNew(t, shape, dense("d", shape, true), item)
+	dst = layouttest.MustNew(t, shape, dense("d", shape, true), item)
 	if rapid.IntRange(0, 3).Draw(t, "dmode") == 0 {
 		st := rapid.SliceOfN(rapid.Int64Range(-9, 9), nd, nd).Draw(t, "dstrides")
 		if l, err := layout.New(shape, st, item); err == nil && l.IsUnique() {
@@ -299,7 +284,7 @@ func genLayouts(t *rapid.T) (dst, src layout.Layout) {
 	default:
 		sst = append([]int64(nil), dst.Strides()[nd-ns:]...)
 	}
-	return dst, mustNew(t, sshape, sst, item)
+	return dst, layouttest.MustNew(t, sshape, sst, item)
 }
 
 func iota(n int) []int {
@@ -326,7 +311,7 @@ func FuzzHostCopy(f *testing.F) {
 	f.Add([]byte{3, 1, 5, 5, 5, 25, 5, 1, 3, 1, 5, 25, 0}, uint8(3), uint8(1))
 	f.Add([]byte{2, 3, 8, 8, 8, 1, 2, 1, 8}, uint8(1), uint8(2))
 	f.Fuzz(func(t *testing.T, data []byte, dmis, smis uint8) {
-		dl, sl, _, ok := fuzzpair.Decode(data)
+		dl, sl, _, ok := layouttest.DecodePair(data)
 		if !ok {
 			return
 		}
@@ -353,39 +338,41 @@ func FuzzHostCopy(f *testing.F) {
 // are in the middle. Each case must plan as ClassTile of the given itemsize
 // (with aligned buffers) and match the naive copy at four misalignments.
 func TestTileFastPaths(t *testing.T) {
-	n := func(shape, strides []int64, item int) layout.Layout { return mustNew(t, shape, strides, item) }
+	n := func(shape, strides []int64, item int) layout.Layout {
+		return layouttest.MustNew(t, shape, strides, item)
+	}
 	cases := []struct {
 		name   string
 		dl, sl layout.Layout
 		item   int // canonical Sig.Itemsize
 	}{
-		{"u8 67x45", n(s64(67, 45), nil, 1), n(s64(67, 45), s64(1, 67), 1), 1},
-		{"u8 16x16 tiny", n(s64(16, 16), nil, 1), n(s64(16, 16), s64(1, 16), 1), 1},
-		{"u8 16x23", n(s64(16, 23), nil, 1), n(s64(16, 23), s64(1, 16), 1), 1},
-		{"u8 130x129 two blocks and tails", n(s64(130, 129), nil, 1), n(s64(130, 129), s64(1, 130), 1), 1},
-		{"u8 64x64 one block", n(s64(64, 64), nil, 1), n(s64(64, 64), s64(1, 64), 1), 1},
-		{"u8 negative src stride", n(s64(41, 77), nil, 1), n(s64(41, 77), s64(1, -41), 1), 1},
-		{"u8 negative dst stride", n(s64(41, 77), s64(-77, 1), 1), n(s64(41, 77), s64(1, 41), 1), 1},
-		{"u8 padded pitches", n(s64(50, 70), s64(75, 1), 1), n(s64(50, 70), s64(1, 53), 1), 1},
-		{"u16 37x23", n(s64(37, 23), nil, 2), n(s64(37, 23), s64(1, 37), 2), 2},
-		{"u16 18x19", n(s64(18, 19), nil, 2), n(s64(18, 19), s64(1, 18), 2), 2},
-		{"u16 negative src stride", n(s64(35, 66), nil, 2), n(s64(35, 66), s64(1, -35), 2), 2},
-		{"f32 33x17", n(s64(33, 17), nil, 4), n(s64(33, 17), s64(1, 33), 4), 4},
-		{"f32 17x31", n(s64(17, 31), nil, 4), n(s64(17, 31), s64(1, 17), 4), 4},
-		{"f32 negative dst stride", n(s64(19, 50), s64(-50, 1), 4), n(s64(19, 50), s64(1, 19), 4), 4},
-		{"f64 21x19", n(s64(21, 19), nil, 8), n(s64(21, 19), s64(1, 21), 8), 8},
-		{"c128 17x18", n(s64(17, 18), nil, 16), n(s64(17, 18), s64(1, 17), 16), 16},
-		{"3-byte 19x21", n(s64(19, 21), nil, 3), n(s64(19, 21), s64(1, 19), 3), 3},
-		{"5-byte 26x17", n(s64(26, 17), nil, 5), n(s64(26, 17), s64(1, 26), 5), 5},
-		{"12-byte 17x20", n(s64(17, 20), nil, 12), n(s64(17, 20), s64(1, 17), 12), 12},
+		{"u8 67x45", n(layouttest.S64(67, 45), nil, 1), n(layouttest.S64(67, 45), layouttest.S64(1, 67), 1), 1},
+		{"u8 16x16 tiny", n(layouttest.S64(16, 16), nil, 1), n(layouttest.S64(16, 16), layouttest.S64(1, 16), 1), 1},
+		{"u8 16x23", n(layouttest.S64(16, 23), nil, 1), n(layouttest.S64(16, 23), layouttest.S64(1, 16), 1), 1},
+		{"u8 130x129 two blocks and tails", n(layouttest.S64(130, 129), nil, 1), n(layouttest.S64(130, 129), layouttest.S64(1, 130), 1), 1},
+		{"u8 64x64 one block", n(layouttest.S64(64, 64), nil, 1), n(layouttest.S64(64, 64), layouttest.S64(1, 64), 1), 1},
+		{"u8 negative src stride", n(layouttest.S64(41, 77), nil, 1), n(layouttest.S64(41, 77), layouttest.S64(1, -41), 1), 1},
+		{"u8 negative dst stride", n(layouttest.S64(41, 77), layouttest.S64(-77, 1), 1), n(layouttest.S64(41, 77), layouttest.S64(1, 41), 1), 1},
+		{"u8 padded pitches", n(layouttest.S64(50, 70), layouttest.S64(75, 1), 1), n(layouttest.S64(50, 70), layouttest.S64(1, 53), 1), 1},
+		{"u16 37x23", n(layouttest.S64(37, 23), nil, 2), n(layouttest.S64(37, 23), layouttest.S64(1, 37), 2), 2},
+		{"u16 18x19", n(layouttest.S64(18, 19), nil, 2), n(layouttest.S64(18, 19), layouttest.S64(1, 18), 2), 2},
+		{"u16 negative src stride", n(layouttest.S64(35, 66), nil, 2), n(layouttest.S64(35, 66), layouttest.S64(1, -35), 2), 2},
+		{"f32 33x17", n(layouttest.S64(33, 17), nil, 4), n(layouttest.S64(33, 17), layouttest.S64(1, 33), 4), 4},
+		{"f32 17x31", n(layouttest.S64(17, 31), nil, 4), n(layouttest.S64(17, 31), layouttest.S64(1, 17), 4), 4},
+		{"f32 negative dst stride", n(layouttest.S64(19, 50), layouttest.S64(-50, 1), 4), n(layouttest.S64(19, 50), layouttest.S64(1, 19), 4), 4},
+		{"f64 21x19", n(layouttest.S64(21, 19), nil, 8), n(layouttest.S64(21, 19), layouttest.S64(1, 21), 8), 8},
+		{"c128 17x18", n(layouttest.S64(17, 18), nil, 16), n(layouttest.S64(17, 18), layouttest.S64(1, 17), 16), 16},
+		{"3-byte 19x21", n(layouttest.S64(19, 21), nil, 3), n(layouttest.S64(19, 21), layouttest.S64(1, 19), 3), 3},
+		{"5-byte 26x17", n(layouttest.S64(26, 17), nil, 5), n(layouttest.S64(26, 17), layouttest.S64(1, 26), 5), 5},
+		{"12-byte 17x20", n(layouttest.S64(17, 20), nil, 12), n(layouttest.S64(17, 20), layouttest.S64(1, 17), 12), 12},
 		// shape (3, 20, 5, 24): dst's fast dim is 3, src's is 1 (strides
 		// 100, 1, 20, 300), so the canonical Fast dim sits between others.
-		{"4-d u8 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 1), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 1), 1},
-		{"4-d u16 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 2), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 2), 2},
-		{"4-d f32 fast dims in the middle", n(s64(3, 20, 5, 24), nil, 4), n(s64(3, 20, 5, 24), s64(100, 1, 20, 300), 4), 4},
-		{"4-d u8 negative outer", n(s64(2, 33, 3, 18), s64(-1782, 54, 18, 1), 1), n(s64(2, 33, 3, 18), s64(-99, 1, 33, 198), 1), 1},
-		{"parallel u8 1200x1100", n(s64(1200, 1100), nil, 1), n(s64(1200, 1100), s64(1, 1200), 1), 1},
-		{"parallel u16 700x900", n(s64(700, 900), nil, 2), n(s64(700, 900), s64(1, 700), 2), 2},
+		{"4-d u8 fast dims in the middle", n(layouttest.S64(3, 20, 5, 24), nil, 1), n(layouttest.S64(3, 20, 5, 24), layouttest.S64(100, 1, 20, 300), 1), 1},
+		{"4-d u16 fast dims in the middle", n(layouttest.S64(3, 20, 5, 24), nil, 2), n(layouttest.S64(3, 20, 5, 24), layouttest.S64(100, 1, 20, 300), 2), 2},
+		{"4-d f32 fast dims in the middle", n(layouttest.S64(3, 20, 5, 24), nil, 4), n(layouttest.S64(3, 20, 5, 24), layouttest.S64(100, 1, 20, 300), 4), 4},
+		{"4-d u8 negative outer", n(layouttest.S64(2, 33, 3, 18), layouttest.S64(-1782, 54, 18, 1), 1), n(layouttest.S64(2, 33, 3, 18), layouttest.S64(-99, 1, 33, 198), 1), 1},
+		{"parallel u8 1200x1100", n(layouttest.S64(1200, 1100), nil, 1), n(layouttest.S64(1200, 1100), layouttest.S64(1, 1200), 1), 1},
+		{"parallel u16 700x900", n(layouttest.S64(700, 900), nil, 2), n(layouttest.S64(700, 900), layouttest.S64(1, 700), 2), 2},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,18 +1,19 @@
-// Package fuzzpair decodes fuzzer input into a pair of layouts for a copy, so
-// the planner's and the host copier's fuzz targets explore the same space:
-// any ndim up to 6, extents up to 8, itemsizes 1..24, small signed strides
-// (negative, zero, overlapping), sources of fewer dims and extent-1 dims that
-// broadcast, and odd buffer alignments.
-package fuzzpair
+// Package layouttest holds what the planner's and the host copier's tests
+// share: MustNew for table literals, and DecodePair, which turns fuzzer input
+// into a pair of layouts for a copy so both fuzz targets explore the same
+// space: any ndim up to 6, extents up to 8, itemsizes 1..24, small signed
+// strides (negative, zero, overlapping), sources of fewer dims and extent-1
+// dims that broadcast, and odd buffer alignments.
+package layouttest
 
 import "github.com/stridekit/stridekit/layout"
 
-// Decode reads, one small signed byte each: ndim, itemsize, the extents, the
+// DecodePair reads, one small signed byte each: ndim, itemsize, the extents, the
 // dst strides, the src ndim, for each src dim a broadcast flag and a stride,
 // and the two alignments (from 0, 1, 2, 4, 8, 16, 32 and the invalid 3). It
 // returns ok=false when the bytes describe no valid pair of layouts or one
 // larger than 64 KiB. Missing bytes read as zero.
-func Decode(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok bool) {
+func DecodePair(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok bool) {
 	next := func() int64 {
 		if len(data) == 0 {
 			return 0
@@ -58,3 +59,23 @@ func Decode(data []byte) (dst, src layout.Layout, opt layout.PlanOptions, ok boo
 	}
 	return dst, src, opt, true
 }
+
+// TB is the part of testing.TB that rapid.T also has, so helpers serve both.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+}
+
+// MustNew is layout.New that fails t instead of returning an error.
+func MustNew(t TB, shape, strides []int64, item int) layout.Layout {
+	t.Helper()
+	l, err := layout.New(shape, strides, item)
+	if err != nil {
+		t.Fatalf("New(%v, %v, %d): %v", shape, strides, item, err)
+	}
+	return l
+}
+
+// S64 spells an []int64 literal briefly in test tables.
+func S64(v ...int64) []int64 { return v }
