@@ -18,15 +18,23 @@
 // permutation order), DenseLike and ToDense, or from a dtype with
 // DType.Layout and PackedLayout.
 //
-// # The buffer convention
+// # The pointer convention
 //
-// A host buffer for layout l is a byte slice of l.RequiredSizeInBytes()
-// bytes that holds the element at item offset o at byte
-// (o - l.MinOffset())·l.Itemsize(). A device pointer for l points at the
-// element at index 0; the lowest byte addressed is then MinOffset()·Itemsize()
-// bytes before it. Views returned by Slice and Index come with the item
-// offset of their index 0 relative to index 0 of the layout they were taken
-// from: add it (times the itemsize) to the pointer.
+// One convention holds across stridekit. A view's pointer addresses the
+// element at index (0, …, 0), as in NumPy, DLPack and cuda.core. With
+// negative strides some elements lie before it: the view's lowest byte is
+// MinOffset()·Itemsize() bytes from the pointer (MinOffset ≤ 0), and the view
+// spans RequiredSizeInBytes() bytes from its lowest byte. Slice and Index
+// return the item offset of the new view's index 0 from the old view's index
+// 0: add it, times the itemsize, to the pointer.
+//
+// What describes memory rather than an element is measured from the lowest
+// byte: a host byte slice holding a view (runtime/hostcopy) starts at the
+// view's lowest byte, the element at item offset o sitting at byte
+// (o - MinOffset())·Itemsize(); a Plan's DstOffset and SrcOffset, and the
+// pointers a copy kernel is launched with, are from the views' lowest bytes.
+// runtime/memview, which holds views by their index-0 pointers, converts in
+// one place (lowest byte = pointer + MinOffset()·Itemsize()).
 //
 // # Invariants
 //
@@ -55,9 +63,10 @@
 // that interleave). Such a layout is fine to read (a broadcast source) but
 // not to write: IsUnique reports whether it is safe as a copy destination,
 // and the copy planner refuses an overlapping destination with
-// ErrOverlappingDst. The planner also assumes that the destination and the
-// source do not share memory; copying between overlapping buffers has no
-// defined result.
+// ErrOverlappingDst. The planner itself assumes that the destination and the
+// source do not share memory; the copy paths built on it (runtime/hostcopy,
+// runtime/memview) stage an overlapping source through a temporary, so a
+// copy between overlapping views reads the source as it was before.
 //
 // # Data types
 //

@@ -10,8 +10,8 @@ import (
 // one, with both buffers 16-byte aligned: a tile kernel that moves 4 floats
 // per vector on both sides.
 func ExamplePlanCopy() {
-	dst, _ := layout.Dense([]int64{64, 32}, 4, layout.C)
-	src, _ := layout.Dense([]int64{64, 32}, 4, layout.F)
+	dst, _ := layout.Dense([]int64{128, 64}, 4, layout.C)
+	src, _ := layout.Dense([]int64{128, 64}, 4, layout.F)
 	p, err := layout.PlanCopy(dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
 	if err != nil {
 		fmt.Println(err)
@@ -21,13 +21,21 @@ func ExamplePlanCopy() {
 	fmt.Println(p.Shape, p.DstStrides, p.SrcStrides, p.Bytes)
 
 	// A same-order copy of a sliced view of rows merges into 16-byte elements.
-	view, _ := layout.New([]int64{64, 32}, []int64{64, 1}, 4)
+	view, _ := layout.New([]int64{128, 64}, []int64{100, 1}, 4)
 	p, _ = layout.PlanCopy(dst, view, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
 	fmt.Println(p.Sig)
 	fmt.Println(p.Shape, p.DstStrides, p.SrcStrides)
+
+	// A transpose of odd extents cannot use vectors: it is a box tile, each
+	// side read or written in runs of 64 floats.
+	odd, _ := layout.Dense([]int64{301, 299}, 4, layout.C)
+	oddT, _ := layout.Dense([]int64{301, 299}, 4, layout.F)
+	p, _ = layout.PlanCopy(odd, oddT, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+	fmt.Println(p.Sig, p.Tile)
 	// Output:
 	// tile:nd=2,fast=0,item=4,vec=4,idx=32
-	// [64 32] [32 1] [1 64] 8192
+	// [128 64] [64 1] [1 128] 32768
 	// elem:nd=2,item=16,vec=1,idx=32
-	// [64 8] [8 1] [16 1]
+	// [128 16] [16 1] [25 1]
+	// btile:nd=2,item=4,vec=1,idx=32 [61 60]
 }

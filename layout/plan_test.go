@@ -32,14 +32,20 @@ func TestPlanCopyTable(t *testing.T) {
 			sig: "memcpy:nd=1,item=16,vec=1,idx=32", shape: layouttest.S64(1024), ds: layouttest.S64(1), ss: layouttest.S64(1)},
 		{name: "same permuted dense order is memcpy", dst: n(layouttest.S64(3, 4, 5), layouttest.S64(1, 15, 3), 2), src: n(layouttest.S64(3, 4, 5), layouttest.S64(1, 15, 3), 2),
 			sig: "memcpy:nd=1,item=2,vec=1,idx=32", shape: layouttest.S64(60)},
-		{name: "dense C from dense F is tile with fast=0", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(1, 64), 4), opt: a16,
-			sig: "tile:nd=2,fast=0,item=4,vec=4,idx=32", shape: layouttest.S64(64, 32), ds: layouttest.S64(32, 1), ss: layouttest.S64(1, 64)},
-		{name: "3-d permutation (2,0,1) merges to a 2-d tile, fast=0", dst: n(layouttest.S64(32, 16, 64), nil, 1), src: n(layouttest.S64(32, 16, 64), layouttest.S64(1, 64*32, 32), 1), opt: a16,
-			sig: "tile:nd=2,fast=0,item=1,vec=16,idx=32", shape: layouttest.S64(32, 1024), ds: layouttest.S64(1024, 1), ss: layouttest.S64(1, 32)},
+		{name: "dense C from dense F is tile with fast=0", dst: n(layouttest.S64(128, 64), nil, 4), src: n(layouttest.S64(128, 64), layouttest.S64(1, 128), 4), opt: a16,
+			sig: "tile:nd=2,fast=0,item=4,vec=4,idx=32", shape: layouttest.S64(128, 64), ds: layouttest.S64(64, 1), ss: layouttest.S64(1, 128)},
+		{name: "small dense C from dense F wastes tiles: box tile", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(1, 64), 4), opt: a16,
+			sig: "btile:nd=2,item=4,vec=1,idx=32", shape: layouttest.S64(64, 32), ds: layouttest.S64(32, 1), ss: layouttest.S64(1, 64)},
+		{name: "3-d permutation (2,0,1) merges to a 2-d tile, fast=0", dst: n(layouttest.S64(128, 16, 64), nil, 1), src: n(layouttest.S64(128, 16, 64), layouttest.S64(1, 64*128, 128), 1), opt: a16,
+			sig: "tile:nd=2,fast=0,item=1,vec=16,idx=32", shape: layouttest.S64(128, 1024), ds: layouttest.S64(1024, 1), ss: layouttest.S64(1, 128)},
+		{name: "interleaved RGB transpose: 3-byte common run, box tile", dst: n(layouttest.S64(200, 100, 3), nil, 1), src: n(layouttest.S64(200, 100, 3), layouttest.S64(3, 600, 1), 1), opt: a16,
+			sig: "btile:nd=3,item=1,vec=1,idx=32", shape: layouttest.S64(200, 100, 3), ds: layouttest.S64(300, 3, 1), ss: layouttest.S64(3, 600, 1)},
+		{name: "transpose with a long common run is elementwise", dst: n(layouttest.S64(20, 30, 16), nil, 4), src: n(layouttest.S64(20, 30, 16), layouttest.S64(16, 320, 1), 4), opt: a16,
+			sig: "elem:nd=3,item=16,vec=1,idx=32", shape: layouttest.S64(20, 30, 4), ds: layouttest.S64(120, 4, 1), ss: layouttest.S64(4, 80, 1)},
 		{name: "permutation with src fast at middle canonical dim", dst: n(layouttest.S64(20, 30, 40), nil, 4), src: n(layouttest.S64(20, 30, 40), layouttest.S64(40, 1, 30*20), 4),
-			sig: "tile:nd=3,fast=1,item=4,vec=1,idx=32", shape: layouttest.S64(20, 30, 40), ds: layouttest.S64(1200, 40, 1), ss: layouttest.S64(40, 1, 600)},
-		{name: "small transpose below TileMinExtent is elementwise", dst: n(layouttest.S64(8, 8), nil, 4), src: n(layouttest.S64(8, 8), layouttest.S64(1, 8), 4),
-			sig: "elem:nd=2,item=4,vec=1,idx=32"},
+			sig: "btile:nd=3,item=4,vec=1,idx=32", shape: layouttest.S64(20, 30, 40), ds: layouttest.S64(1200, 40, 1), ss: layouttest.S64(40, 1, 600)},
+		{name: "small transpose below TileMinExtent is a box tile", dst: n(layouttest.S64(8, 8), nil, 4), src: n(layouttest.S64(8, 8), layouttest.S64(1, 8), 4),
+			sig: "btile:nd=2,item=4,vec=1,idx=32"},
 		{name: "slice [:, ::2] is elementwise", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(64, 2), 4),
 			sig: "elem:nd=1,item=4,vec=1,idx=32", shape: layouttest.S64(2048), ds: layouttest.S64(1), ss: layouttest.S64(2)},
 		{name: "row slice [:, :32] of 64 merges rows into 16-byte elements", dst: n(layouttest.S64(64, 32), nil, 4), src: n(layouttest.S64(64, 32), layouttest.S64(64, 1), 4), opt: a16,
@@ -72,7 +78,7 @@ func TestPlanCopyTable(t *testing.T) {
 			sig: "memcpy:nd=1,item=8,vec=1,idx=32", shape: layouttest.S64(1)},
 		{name: "empty is none", dst: n(layouttest.S64(3, 0), nil, 8), src: n(layouttest.S64(1, 0), nil, 8), sig: "none:nd=0,item=8,vec=1,idx=32"},
 		{name: "24-byte items split into 8-byte elements", dst: n(layouttest.S64(8, 3), nil, 24), src: n(layouttest.S64(8, 3), layouttest.S64(1, 8), 24),
-			sig: "elem:nd=3,item=8,vec=1,idx=32", shape: layouttest.S64(8, 3, 3), ds: layouttest.S64(9, 3, 1), ss: layouttest.S64(3, 24, 1)},
+			sig: "btile:nd=3,item=8,vec=1,idx=32", shape: layouttest.S64(8, 3, 3), ds: layouttest.S64(9, 3, 1), ss: layouttest.S64(3, 24, 1)},
 		{name: "12-byte items stay opaque in a gather", dst: n(layouttest.S64(20), nil, 12), src: n(layouttest.S64(20), layouttest.S64(3), 12),
 			sig: "elem:nd=1,item=12,vec=1,idx=32"},
 		{name: "12-byte items merge into a run", dst: n(layouttest.S64(20), nil, 12), src: n(layouttest.S64(20), nil, 12),
@@ -82,7 +88,7 @@ func TestPlanCopyTable(t *testing.T) {
 		{name: "index width 64 at volume 2^31", dst: n(layouttest.S64(1<<31), nil, 1), src: n(layouttest.S64(1<<31), layouttest.S64(-1), 1),
 			sig: "elem:nd=1,item=1,vec=1,idx=64", sOff: math.MaxInt32},
 		{name: "index width 64 when a src offset passes 2^31", dst: n(layouttest.S64(1<<16, 2), nil, 1), src: n(layouttest.S64(1<<16, 2), layouttest.S64(1<<16, 1<<30), 1),
-			sig: "elem:nd=2,item=1,vec=1,idx=64"},
+			sig: "btile:nd=2,item=1,vec=1,idx=64"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -246,8 +252,8 @@ func TestPlanCopyManyDims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Sig.NDim != 10 || p.Sig.Class != layout.ClassElementwise {
-		t.Errorf("plan %v, want elementwise over 10 dims", p.Sig)
+	if p.Sig.NDim != 10 || p.Sig.Class != layout.ClassBoxTile {
+		t.Errorf("plan %v, want a box tile over 10 dims", p.Sig)
 	}
 	checkPairs(t, d, f, p)
 }
@@ -535,6 +541,27 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 				t.Fatalf("fill plan %+v", p)
 			}
 		}
+	case layout.ClassBoxTile:
+		if n > layout.MaxBoxNDim || len(p.Tile) != n {
+			t.Fatalf("btile plan of %d dims with tile %v", n, p.Tile)
+		}
+		vol := int64(1)
+		for k, e := range p.Tile {
+			if e < 1 || e > p.Shape[k] || p.SrcStrides[k] == 0 {
+				t.Fatalf("btile plan %+v", p)
+			}
+			vol *= e
+		}
+		src, dst := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+		if vol > 1 && vol*w > layout.DefaultTileBytes || layout.BoxSharedBytes(src, dst, w, 8) > layout.MaxBoxSharedBytes {
+			t.Fatalf("btile plan %+v too large", p)
+		}
+	}
+	if p.Sig.Class != layout.ClassBoxTile && len(p.Tile) != 0 {
+		t.Fatalf("tile %v in a %v plan", p.Tile, p.Sig.Class)
+	}
+	if p.DstOffset < 0 || p.SrcOffset < 0 || p.DstOffset >= max(p.DstSpan, 1) || p.SrcOffset >= max(p.SrcSpan, 1) {
+		t.Fatalf("offsets %d/%d outside spans %d/%d", p.DstOffset, p.SrcOffset, p.DstSpan, p.SrcSpan)
 	}
 }
 

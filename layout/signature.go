@@ -33,10 +33,16 @@ const (
 	ClassBroadcast
 	// ClassFill: src is a single element broadcast over all of dst.
 	ClassFill
+	// ClassBoxTile: a transposition the tiled kernel cannot vectorise
+	// (short or odd fast dims, odd itemsizes, strided or reversed fast dims,
+	// short runs contiguous in both views): a box of several dims on each
+	// side is staged in shared memory so that both views are accessed in
+	// long runs (see BoxSides).
+	ClassBoxTile
 	numClasses
 )
 
-var classNames = [numClasses]string{"none", "memcpy", "contig", "elem", "tile", "bcast", "fill"}
+var classNames = [numClasses]string{"none", "memcpy", "contig", "elem", "tile", "bcast", "fill", "btile"}
 
 // String returns the short name used in signature strings and kernel names.
 func (c Class) String() string {
@@ -137,6 +143,8 @@ func (s Signature) Validate() error {
 		return fmt.Errorf("%w: tile fast=%d must be below nd-1=%d", ErrSignature, s.Fast, s.NDim-1)
 	case s.Class != ClassTile && s.Fast != 0:
 		return fmt.Errorf("%w: fast=%d is only for tile", ErrSignature, s.Fast)
+	case s.Class == ClassBoxTile && (s.NDim > MaxBoxNDim || s.Vec != 1):
+		return fmt.Errorf("%w: btile needs nd ≤ %d and vec=1, got nd=%d vec=%d", ErrSignature, MaxBoxNDim, s.NDim, s.Vec)
 	case s.Itemsize < 1 || s.Itemsize > MaxVectorBytes:
 		return fmt.Errorf("%w: item=%d must be in 1..%d", ErrSignature, s.Itemsize, MaxVectorBytes)
 	case s.Vec == 0 || s.Vec&(s.Vec-1) != 0 || int(s.Vec)*int(s.Itemsize) > MaxVectorBytes:
@@ -211,11 +219,11 @@ func ParseSignature(text string) (Signature, error) {
 // dst stride, slowest first, so dim NDim-1 is dst's fastest; extents and
 // strides are counted in kernel elements of Sig.Itemsize bytes.
 //
-// Offsets follow the buffer convention of this package: a buffer for layout l
-// starts at the element of offset l.MinOffset(). DstOffset and SrcOffset are
-// the byte distances from the start of the dst and src buffers to the element
-// at canonical index (0, …, 0) (dims whose strides were negative in both views
-// are flipped, which moves index 0).
+// Offsets follow the pointer convention of this package (see the package
+// doc): DstOffset and SrcOffset are the byte distances from the lowest byte
+// of each view to the element at canonical index (0, …, 0) (dims whose
+// strides were negative in both views are flipped, which moves index 0).
+// A kernel is given the views' lowest bytes, not their index-0 pointers.
 //
 // PlanCopy's doc lists the guarantees of the canonical form (dim order,
 // alignment, vector width, index width) that kernels rely on.
@@ -227,8 +235,15 @@ type Plan struct {
 	Shape      []int64
 	DstStrides []int64
 	SrcStrides []int64
-	DstOffset  int64
-	SrcOffset  int64
+	// Tile is, for ClassBoxTile, the extent of the box tile along each
+	// canonical dim (1 for dims outside the tile); empty otherwise.
+	Tile      []int64
+	DstOffset int64
+	SrcOffset int64
+	// DstSpan and SrcSpan are the bytes from each view's lowest byte to
+	// just past its highest (RequiredSizeInBytes): a kernel may read any
+	// byte of [src, src+SrcSpan) and writes only bytes of dst's elements.
+	DstSpan, SrcSpan int64
 	// Volume is the number of kernel elements, the product of Shape.
 	Volume int64
 	// Bytes is the number of bytes written to dst: Volume·Sig.Itemsize.

@@ -1,0 +1,267 @@
+package layout
+
+// A box tile is the unit of work of a ClassBoxTile kernel: a box of the
+// canonical form, Tile[k] consecutive indices of each dim k, staged through
+// shared memory. In each view the tile's elements fall into runs: the tile
+// dims taken by |stride| in that view, from the smallest, as long as each is
+// whole in the tile and continues the previous one in memory (stride equal
+// to the previous stride times the previous extent). A run's elements are
+// at one stride apart (Step; ±1 means contiguous bytes). The kernel reads
+// src run by run (contiguous runs in 16-byte pieces, whatever their
+// alignment) into shared memory, then writes dst run by run, gathering each
+// dst element from where it sits in shared memory. Choosing the tile so that
+// both views have long runs is what lets short fast dims, odd extents and
+// odd itemsizes move at full bandwidth: several dims are folded into each
+// side of the tile, and a dim may run inside the tile on both sides.
+
+// MaxBoxNDim is the most canonical dims a ClassBoxTile plan may have.
+const MaxBoxNDim = 16
+
+// MaxBoxSharedBytes is the shared memory a box tile may use, data and run
+// tables together: what every CUDA device gives a block without opting in.
+const MaxBoxSharedBytes = 48 << 10
+
+// boxTargetRun is the run length, in bytes, that chooseTile first gives
+// each side: four 32-byte sectors.
+const boxTargetRun = 128
+
+// BoxSide is one view's side of a box tile.
+type BoxSide struct {
+	// Order lists the tile's dims (those with Tile[k] > 1) by |stride| in
+	// this view, smallest first (ties: the later canonical dim first); the
+	// first NDims entries are valid.
+	Order [MaxBoxNDim]int8
+	NDims int
+	// NRun is how many dims of Order, from the first, form a run.
+	NRun int
+	// RunLen is the number of elements of a run: the product of Tile over
+	// the run's dims (1 when the tile has no dims).
+	RunLen int64
+	// Runs is the number of runs in a whole tile: the product of Tile over
+	// the other tile dims.
+	Runs int64
+	// Step is the element stride of a run in this view: consecutive
+	// elements of a run are Step elements apart (±1: contiguous).
+	Step int64
+}
+
+// BoxSides returns the src and dst sides of the box tile tile over a
+// canonical form (the slices of a Plan: Shape, DstStrides, SrcStrides, Tile).
+func BoxSides(shape, ds, ss, tile []int64) (src, dst BoxSide) {
+	sideOf(&src, shape, ss, tile)
+	sideOf(&dst, shape, ds, tile)
+	return src, dst
+}
+
+func sideOf(b *BoxSide, shape, strides, tile []int64) {
+	*b = BoxSide{RunLen: 1, Runs: 1, Step: 1}
+	vol := int64(1)
+	for k := len(tile) - 1; k >= 0; k-- {
+		if tile[k] <= 1 {
+			continue
+		}
+		vol *= tile[k]
+		// Insertion by |stride| ascending; among equals the later dim first.
+		a := uabs(strides[k])
+		i := b.NDims
+		for i > 0 && uabs(strides[b.Order[i-1]]) > a {
+			b.Order[i] = b.Order[i-1]
+			i--
+		}
+		b.Order[i] = int8(k)
+		b.NDims++
+	}
+	if b.NDims == 0 {
+		return
+	}
+	k0 := int(b.Order[0])
+	b.NRun, b.RunLen, b.Step = 1, tile[k0], strides[k0]
+	for i := 1; i < b.NDims; i++ {
+		prev, k := int(b.Order[i-1]), int(b.Order[i])
+		if tile[prev] != shape[prev] || strides[k] != strides[prev]*shape[prev] {
+			break
+		}
+		b.NRun++
+		b.RunLen *= tile[k]
+	}
+	b.Runs = vol / b.RunLen
+}
+
+// BoxRunPitch returns the bytes of shared memory a src run of runLen
+// elements of item bytes occupies: a multiple of 4 whose quarter is odd, so
+// that runs start in different banks.
+func BoxRunPitch(runLen, item int64) int64 {
+	p := (runLen*item + 3) &^ 3
+	if (p/4)%2 == 0 {
+		p += 4
+	}
+	return p
+}
+
+// BoxSharedBytes returns the shared memory a box tile kernel needs for a
+// tile with these sides and elements of item bytes, indices of idxBytes (4
+// or 8): the src runs' data, then tables of each src run's offset, each dst
+// run's offset and shared-memory base, and each dst run element's
+// shared-memory offset, each part 16-byte aligned.
+func BoxSharedBytes(src, dst BoxSide, item, idxBytes int64) int64 {
+	al := func(x int64) int64 { return (x + 15) &^ 15 }
+	return al(src.Runs*BoxRunPitch(src.RunLen, item)) + al(src.Runs*idxBytes) +
+		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4)
+}
+
+// chooseTile picks the extents of a box tile for a canonical form and
+// returns them in out (reused). It grows the tile one dim at a time, always
+// lengthening the shorter of the two sides' runs: first until each side's
+// run holds boxTargetRun bytes, then doubling, as long as the tile's data
+// stays within tileBytes and its shared memory within MaxBoxSharedBytes.
+// Then, while the tile is under half full, it adds more of the dims outside
+// the runs (more runs per tile), and finally it evens out the cut dims
+// (extent e in chunks of ⌈e/⌈e/t⌉⌉) so that no tile is a sliver.
+//
+// Pre: 1 ≤ len(shape) ≤ MaxBoxNDim; no src stride is 0. Post: 1 ≤ out[k] ≤
+// shape[k], the data fits tileBytes (or is one element) and the shared
+// memory MaxBoxSharedBytes.
+func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
+	n := len(shape)
+	for range n {
+		out = append(out, 1)
+	}
+	var sOrd, dOrd [MaxBoxNDim]int8
+	for k := 0; k < n; k++ {
+		dOrd[k] = int8(n - 1 - k)
+		a := uabs(ss[k])
+		i := k
+		for i > 0 && uabs(ss[sOrd[i-1]]) > a {
+			sOrd[i] = sOrd[i-1]
+			i--
+		}
+		sOrd[i] = int8(k)
+	}
+	c := tileChooser{t: out, shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1}
+	target := (boxTargetRun + item - 1) / item
+	// First each side's run to the target, the shorter first.
+	var doneS, doneD bool
+	for {
+		ls, ld := c.runLen(sOrd[:n], ss), c.runLen(dOrd[:n], ds)
+		needS, needD := !doneS && ls < target, !doneD && ld < target
+		if !needS && !needD {
+			break
+		}
+		if needS && (!needD || ls <= ld) {
+			doneS = !c.grow(sOrd[:n], ss, target)
+		} else {
+			doneD = !c.grow(dOrd[:n], ds, target)
+		}
+	}
+	// Then double the shorter run while the tile fits.
+	doneS, doneD = false, false
+	for !doneS || !doneD {
+		ls, ld := c.runLen(sOrd[:n], ss), c.runLen(dOrd[:n], ds)
+		if !doneS && (doneD || ls <= ld) {
+			doneS = !c.grow(sOrd[:n], ss, 2*ls)
+		} else {
+			doneD = !c.grow(dOrd[:n], ds, 2*ld)
+		}
+	}
+	// Fill: more runs per tile, from the dst side's next dims.
+	for i := 0; i < n && c.vol*item*2 < tileBytes; i++ {
+		k := int(dOrd[i])
+		if c.t[k] < shape[k] {
+			c.setExtent(k, min(shape[k], c.capE/(c.vol/c.t[k])))
+		}
+	}
+	// Even out the cut dims.
+	for k := 0; k < n; k++ {
+		if t := out[k]; t > 1 && t < shape[k] {
+			chunks := (shape[k] + t - 1) / t
+			out[k] = (shape[k] + chunks - 1) / chunks
+		}
+	}
+	return out
+}
+
+// tileChooser is chooseTile's state: the extents so far and their product.
+type tileChooser struct {
+	t, shape, ds, ss []int64
+	item, capE, vol  int64
+}
+
+// runLen returns the elements of the run of the side whose dims by
+// |stride| are ord, for the current extents: the same rule as BoxSide, but
+// over all dims in ord (extent-1 tile dims included, which the walk passes
+// only when they are whole).
+func (c *tileChooser) runLen(ord []int8, strides []int64) int64 {
+	l := int64(1)
+	for i, k8 := range ord {
+		k := int(k8)
+		if i > 0 {
+			p := int(ord[i-1])
+			if c.t[p] != c.shape[p] || strides[k] != strides[p]*c.shape[p] {
+				break
+			}
+		}
+		l *= c.t[k]
+		if c.t[k] != c.shape[k] {
+			break
+		}
+	}
+	return l
+}
+
+// grow lengthens the run of the side ord toward want elements by extending
+// the first dim along ord that is not whole, if the run reaches it; it
+// reports whether it could.
+func (c *tileChooser) grow(ord []int8, strides []int64, want int64) bool {
+	l := int64(1)
+	for i, k8 := range ord {
+		k := int(k8)
+		if i > 0 {
+			p := int(ord[i-1])
+			if strides[k] != strides[p]*c.shape[p] {
+				return false // the run ends at p, which is whole
+			}
+		}
+		if c.t[k] < c.shape[k] {
+			need := (want + l - 1) / l
+			limit := c.capE / (c.vol / c.t[k])
+			nt := min(c.shape[k], max(need, c.t[k]+1), limit)
+			if nt <= c.t[k] {
+				return false
+			}
+			return c.setExtent(k, nt)
+		}
+		l *= c.t[k]
+	}
+	return false
+}
+
+// setExtent sets the tile extent of dim k to e if the tile's shared memory
+// still fits, and reports whether it did.
+func (c *tileChooser) setExtent(k int, e int64) bool {
+	old := c.t[k]
+	if e <= old {
+		return false
+	}
+	c.t[k] = e
+	src, dst := BoxSides(c.shape, c.ds, c.ss, c.t)
+	if BoxSharedBytes(src, dst, c.item, 8) > MaxBoxSharedBytes {
+		// Try the largest extent that fits, halving.
+		lo, hi := old, e
+		for hi-lo > 1 {
+			m := (lo + hi) / 2
+			c.t[k] = m
+			src, dst = BoxSides(c.shape, c.ds, c.ss, c.t)
+			if BoxSharedBytes(src, dst, c.item, 8) > MaxBoxSharedBytes {
+				hi = m
+			} else {
+				lo = m
+			}
+		}
+		c.t[k] = lo
+		if lo == old {
+			return false
+		}
+	}
+	c.vol = c.vol / old * c.t[k]
+	return true
+}

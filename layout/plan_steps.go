@@ -1,0 +1,317 @@
+package layout
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// This file holds the steps of the copy planner, in the order planCopy runs
+// them. Each works on a joint form and states what it needs (Pre) and what
+// it leaves (Post); every step keeps the copy's meaning: the set of
+// (dst byte, src byte) pairs the joint form addresses (plan_steps_test.go
+// checks that for each step on random forms).
+
+// joint is the planner's working form of a copy: one list of dims with a dst
+// and a src stride each, counted in elements of item bytes, and the offsets
+// (in elements) of index 0 from the lowest byte of each view. Element
+// (i_0, …, i_{n-1}) of dst at element offset dOff + Σ i_k·ds[k] receives
+// element sOff + Σ i_k·ss[k] of src. The slices are the Plan's, reused.
+type joint struct {
+	shape, ds, ss []int64
+	dOff, sOff    int64
+	item          int64
+}
+
+func (j *joint) n() int { return len(j.shape) }
+
+// joinDims lays dst and src side by side.
+//
+// Pre: checkPair accepted the views; dst has at least one element.
+// Post: every extent ≥ 2 (extent-1 dims are dropped); a src dim broadcast by
+// NumPy's rules (missing or of extent 1) has src stride 0; dOff and sOff
+// are -MinOffset of each view, so every element offset lies in [0, span).
+func joinDims(p *Plan, dst, src Layout) joint {
+	nd, ns := len(dst.shape), len(src.shape)
+	j := joint{shape: p.Shape[:0], ds: p.DstStrides[:0], ss: p.SrcStrides[:0],
+		dOff: -dst.minOff, sOff: -src.minOff, item: int64(dst.itemsize)}
+	for i := 0; i < nd; i++ {
+		e := dst.shape[i]
+		if e == 1 {
+			continue
+		}
+		s := int64(0)
+		if k := i - (nd - ns); k >= 0 && src.shape[k] != 1 {
+			s = src.strides[k]
+		}
+		j.shape, j.ds, j.ss = append(j.shape, e), append(j.ds, dst.strides[i]), append(j.ss, s)
+	}
+	return j
+}
+
+// flipDims reverses the dims that run backwards in dst and backwards or not
+// at all in src: index i becomes e-1-i in both views, which moves both
+// offsets to the old last element of the dim.
+//
+// Pre: none. Post: no dim has ds < 0 and ss ≤ 0.
+func flipDims(j *joint) {
+	for k, e := range j.shape {
+		if d, s := j.ds[k], j.ss[k]; d < 0 && s <= 0 {
+			j.dOff += (e - 1) * d
+			j.sOff += (e - 1) * s
+			j.ds[k], j.ss[k] = -d, -s
+		}
+	}
+}
+
+// orderDims sorts the dims by |dst stride|, largest first (insertion sort,
+// stable, allocation-free).
+//
+// Pre: none. Post: |ds[k]| ≥ |ds[k+1]| for every k.
+func orderDims(j *joint) {
+	for k := 1; k < j.n(); k++ {
+		e, d, s := j.shape[k], j.ds[k], j.ss[k]
+		a := uabs(d)
+		i := k
+		for i > 0 && uabs(j.ds[i-1]) < a {
+			j.shape[i], j.ds[i], j.ss[i] = j.shape[i-1], j.ds[i-1], j.ss[i-1]
+			i--
+		}
+		j.shape[i], j.ds[i], j.ss[i] = e, d, s
+	}
+}
+
+// coalesce merges each dim into the one before it when the pair is
+// contiguous in both views (CuTe's coalesce, on two layouts at once): dims
+// k, k+1 with ds[k] == shape[k+1]·ds[k+1] and ss[k] == shape[k+1]·ss[k+1]
+// become one dim of extent shape[k]·shape[k+1] and strides ds[k+1], ss[k+1].
+//
+// Pre: orderDims. Post: no adjacent pair is mergeable; dims stay ordered.
+func coalesce(j *joint) {
+	n := 0
+	for k := 0; k < j.n(); k++ {
+		if n > 0 {
+			e := j.shape[k]
+			if j.ds[n-1] == e*j.ds[k] && j.ss[n-1] == e*j.ss[k] {
+				j.shape[n-1] *= e
+				j.ds[n-1], j.ss[n-1] = j.ds[k], j.ss[k]
+				continue
+			}
+		}
+		j.shape[n], j.ds[n], j.ss[n] = j.shape[k], j.ds[k], j.ss[k]
+		n++
+	}
+	j.shape, j.ds, j.ss = j.shape[:n], j.ds[:n], j.ss[:n]
+}
+
+// checkUnique refuses a dst that addresses one element twice. Each |stride|
+// exceeding the span of the faster dims is sufficient; where that quick test
+// fails it asks the exact (or conservative) check of the original layout.
+//
+// Pre: orderDims. Post: dst is unique, or an ErrOverlappingDst error.
+func checkUnique(j *joint, dst Layout) error {
+	span := uint64(0)
+	for k := j.n() - 1; k >= 0; k-- {
+		a := uabs(j.ds[k])
+		if a <= span {
+			if !dst.IsUnique() {
+				return fmt.Errorf("%w: dst %v has two indices at one offset", ErrOverlappingDst, dst)
+			}
+			return nil
+		}
+		span += a * uint64(j.shape[k]-1)
+	}
+	return nil
+}
+
+// natAlign returns the largest power of two dividing x, at most
+// MaxVectorBytes; MaxVectorBytes for x == 0.
+func natAlign(x int64) int64 {
+	if x == 0 {
+		return MaxVectorBytes
+	}
+	a := int64(1) << bits.TrailingZeros64(uint64(x))
+	if a > MaxVectorBytes || a <= 0 {
+		return MaxVectorBytes
+	}
+	return a
+}
+
+// recut re-expresses the copy in the widest element that every address
+// allows. The run is the innermost dim when it has unit stride in both
+// views, else a virtual run of one item; the new element size w is the
+// largest power of two (≤ 16) dividing the run's bytes, every other byte
+// stride, both byte offsets and both alignments (aD, aS: the alignments of
+// the views' lowest bytes).
+//
+// Pre: at least one dim; ordered and coalesced. Post: item == w except for
+// an item whose own size w already is (odd sizes 3, 5, 6, … outside a
+// contiguous run keep their size); every stride and offset counts w-byte
+// elements; a split item adds an innermost unit-stride dim of item/w
+// elements. Every element address is a multiple of natAlign(item).
+func recut(j *joint, aD, aS int64) {
+	n := j.n()
+	item := j.item
+	realRun := j.ds[n-1] == 1 && j.ss[n-1] == 1
+	runE := int64(1)
+	last := n
+	if realRun {
+		runE = j.shape[n-1]
+		last = n - 1
+	}
+	dOffB, sOffB := j.dOff*item, j.sOff*item
+	g := uint64(runE*item) | uint64(dOffB) | uint64(sOffB)
+	for k := 0; k < last; k++ {
+		g |= uabs(j.ds[k]*item) | uabs(j.ss[k]*item)
+	}
+	w := min(natAlign(int64(g)), natAlign(aD), natAlign(aS))
+	if runE == 1 && !realRun && item <= MaxVectorBytes && w == natAlign(item) {
+		return // an element of its own size, aligned as it can be
+	}
+	for k := 0; k < last; k++ {
+		j.ds[k] = j.ds[k] * item / w
+		j.ss[k] = j.ss[k] * item / w
+	}
+	if realRun {
+		j.shape[n-1] = j.shape[n-1] * item / w
+	} else if item != w {
+		j.shape, j.ds, j.ss = append(j.shape, item/w), append(j.ds, 1), append(j.ss, 1)
+	}
+	j.dOff, j.sOff, j.item = dOffB/w, sOffB/w, w
+}
+
+// classify picks the class of the plan and its vector width or tile.
+//
+// Pre: recut; p.Shape/DstStrides/SrcStrides are j's slices. Post: p.Sig's
+// class, Fast and Vec, and p.Tile for ClassBoxTile, as PlanCopy's doc says.
+func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
+	n := j.n()
+	shape, ds, ss, item := j.shape, j.ds, j.ss, j.item
+	zeros := 0
+	for k := 0; k < n; k++ {
+		if ss[k] == 0 {
+			zeros++
+		}
+	}
+	switch {
+	case n == 1 && ds[0] == 1 && ss[0] == 1:
+		p.Sig.Class = ClassMemcpy
+		return
+	case zeros > 0:
+		p.Sig.Class = ClassBroadcast
+		if zeros == n {
+			p.Sig.Class = ClassFill
+		}
+		if ds[n-1] == 1 && ss[n-1] == 0 {
+			// Vectorised dst writes of a repeated src element.
+			p.Sig.Vec = uint8(vecWidth(shape[n-1], 0, item, p.DstOffset, aD, ds[:n-1], nil))
+		}
+		return
+	}
+	p.Sig.Class = ClassElementwise
+	if n > MaxBoxNDim || !transposing(j) {
+		return
+	}
+	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= ElemRunBytes {
+		return
+	}
+	if f := tileFast(j); f >= 0 {
+		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
+		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
+		v := min(vd, vs)
+		rows, cols := TileEdges(int(item), int(v))
+		if v > 1 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
+			p.Sig.Class, p.Sig.Fast, p.Sig.Vec = ClassTile, uint8(f), uint8(v)
+			return
+		}
+	}
+	p.Sig.Class = ClassBoxTile
+	p.Tile = chooseTile(p.Tile[:0], shape, ds, ss, item, tileBytes)
+}
+
+// transposing reports whether the dims ordered by |src stride| differ from
+// their order by |dst stride| (dims are already in the latter): only then
+// does a copy need a tile to access both views in runs.
+func transposing(j *joint) bool {
+	for k := 1; k < j.n(); k++ {
+		if uabs(j.ss[k-1]) < uabs(j.ss[k]) {
+			return true
+		}
+	}
+	return false
+}
+
+// tileFast returns the src fast dim of a ClassTile candidate, or -1: dst's
+// fastest dim has unit dst stride and a non-unit src stride, the slowest dim
+// with unit src stride is that dim, and both are at least TileMinExtent.
+func tileFast(j *joint) int {
+	n := j.n()
+	if j.ds[n-1] != 1 || j.ss[n-1] == 1 || j.shape[n-1] < TileMinExtent {
+		return -1
+	}
+	for k := 0; k < n-1; k++ {
+		if j.ss[k] == 1 {
+			if j.shape[k] >= TileMinExtent {
+				return k
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// TileEdges returns the edges of the ClassTile kernel's tile for elements of
+// item bytes moved in vectors of vec: rows along dst's fast dim, columns
+// along src's fast dim. Tiles hold 4–32 KiB, so every thread keeps several
+// 16-byte loads in flight and a micro-tile's register transpose fits.
+func TileEdges(item, vec int) (rows, cols int) {
+	switch vb := item * vec; {
+	case vec >= 16:
+		return 128, 128
+	case vec == 8:
+		return 64, 128
+	case vec == 4:
+		return 64, 64
+	case vec == 2 && vb <= 8:
+		return 64, 64
+	}
+	return 32, 32
+}
+
+// tileFits reports whether an extent e is covered by tiles of edge t with
+// at most an eighth of the tile area wasted on a partial last tile: else a
+// box tile, whose chunks are even, serves the dim better.
+func tileFits(e, t int64) bool {
+	full := (e + t - 1) / t * t
+	return e >= t && 8*e >= 7*full
+}
+
+// vecWidth returns the largest power of two v with v·item ≤ MaxVectorBytes
+// that divides e1 and e2 (e2 == 0: ignored), every stride of others1 and
+// others2, and with off (bytes) and align multiples of v·item.
+func vecWidth(e1, e2, item, off, align int64, others1, others2 []int64) int64 {
+	g := uint64(e1) | uint64(e2)
+	for _, s := range others1 {
+		g |= uabs(s)
+	}
+	for _, s := range others2 {
+		g |= uabs(s)
+	}
+	v := int64(1)
+	for v*2*item <= MaxVectorBytes && g&uint64(v*2-1) == 0 && off%(v*2*item) == 0 && align%(v*2*item) == 0 {
+		v *= 2
+	}
+	return v
+}
+
+// fitsInt32 reports whether the volume and every element offset a kernel
+// forms lie in [0, MaxInt32] (offsets are from the views' lowest bytes, so
+// the smallest is 0).
+func fitsInt32(j *joint, vol int64) bool {
+	dMax, sMax := j.dOff, j.sOff
+	for k := 0; k < j.n(); k++ {
+		dMax += max(j.ds[k], 0) * (j.shape[k] - 1)
+		sMax += max(j.ss[k], 0) * (j.shape[k] - 1)
+	}
+	return vol <= math.MaxInt32 && dMax <= math.MaxInt32 && sMax <= math.MaxInt32
+}
