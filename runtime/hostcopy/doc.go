@@ -20,7 +20,8 @@
 //   - ClassElementwise: an N-d loop whose innermost run is one copy() when it
 //     is contiguous in both views, and typed 1-, 2-, 4-, 8- or 16-byte moves
 //     otherwise;
-//   - ClassTile: a cache-blocked transpose over the two fast dims (src's and
+//   - ClassTile, and ClassBoxTile where dst and src each have a unit-stride
+//     dim: a cache-blocked transpose over the two fast dims (src's and
 //     dst's), in square blocks 64 bytes (at least 8 elements) on a side staged
 //     through a small buffer, so both views are read and written in whole
 //     cache lines; 1-, 2- and 4-byte elements are transposed in uint64

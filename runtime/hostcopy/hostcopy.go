@@ -124,8 +124,12 @@ func run(p *layout.Plan, dst, src []byte) {
 			a, b := lo*page, min(hi*page, p.Bytes)
 			copy(unsafe.Slice((*byte)(unsafe.Add(d, a)), b-a), unsafe.Slice((*byte)(unsafe.Add(s, a)), b-a))
 		})
-	case layout.ClassTile:
-		runTile(p, d, s, w, nw)
+	case layout.ClassTile, layout.ClassBoxTile:
+		if f, ok := tileDims(p); ok {
+			runTile(p, f, d, s, w, nw)
+			return
+		}
+		fallthrough
 	default:
 		x := newStrided(p, w)
 		parallel(p.Volume, nw, func(lo, hi int64) { x.rangeCopy(d, s, lo, hi) })
@@ -233,7 +237,27 @@ func tileEdge(w int64) int64 {
 	return (e + 7) &^ 7
 }
 
-// runTile runs a ClassTile plan: dst's dim n-1 and src's dim f (both of unit
+// tileDims returns the src fast dim f for runTile: a ClassTile plan's Fast,
+// or for a ClassBoxTile plan with unit dst stride along dim n-1 the slowest
+// other dim of unit src stride. Other box tiles (strided or reversed fast
+// dims) run elementwise on the host.
+func tileDims(p *layout.Plan) (int, bool) {
+	if p.Sig.Class == layout.ClassTile {
+		return int(p.Sig.Fast), true
+	}
+	n := len(p.Shape)
+	if p.DstStrides[n-1] != 1 || p.SrcStrides[n-1] == 1 {
+		return 0, false
+	}
+	for k := 0; k < n-1; k++ {
+		if p.SrcStrides[k] == 1 {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// runTile runs a transposing plan: dst's dim n-1 and src's dim f (both of unit
 // stride in their own view) are walked in square blocks of tileEdge(w)
 // elements, block columns (along dim n-1) innermost. Each block is read from
 // src a few contiguous src rows at a time, transposed on the way (8×8 bytes
@@ -242,9 +266,8 @@ func tileEdge(w int64) int64 {
 // contiguous dst row at a time, so every cache line of either view is touched
 // in one burst even when power-of-two row pitches map a column of a block
 // onto one cache set.
-func runTile(p *layout.Plan, d, s unsafe.Pointer, w int64, nw int) {
+func runTile(p *layout.Plan, f int, d, s unsafe.Pointer, w int64, nw int) {
 	n := len(p.Shape)
-	f := int(p.Sig.Fast)
 	blk := tileEdge(w)
 	eL, eF := p.Shape[n-1], p.Shape[f]
 	nbL, nbF := (eL+blk-1)/blk, (eF+blk-1)/blk
