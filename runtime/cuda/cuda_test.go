@@ -23,10 +23,13 @@ func TestErrorFormatAndIs(t *testing.T) {
 }
 
 func TestNVRTCCandidatesOrder(t *testing.T) {
-	t.Setenv("STRIDEKIT_NVRTC", "/opt/x/libnvrtc.so.99")
-	t.Setenv("CUDA_HOME", "/opt/cuda")
-	c := nvrtcCandidates()
-	want := []string{"/opt/x/libnvrtc.so.99", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "/opt/cuda/lib64/libnvrtc.so"}
+	env := map[string]string{"CUDA_HOME": "/opt/cuda"}
+	getenv := func(k string) string { return env[k] }
+	c, named := nvrtcCandidates(getenv)
+	want := []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", "/opt/cuda/lib64/libnvrtc.so"}
+	if named || len(c) < len(want) {
+		t.Fatalf("candidates %q, named %v", c, named)
+	}
 	for i, w := range want {
 		if c[i] != w {
 			t.Fatalf("candidate %d = %q, want %q (all: %q)", i, c[i], w, c)
@@ -34,6 +37,11 @@ func TestNVRTCCandidatesOrder(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(c, " "), "/usr/local/cuda/lib64/libnvrtc.so.13") {
 		t.Errorf("no /usr/local/cuda/lib64 in %q", c)
+	}
+	// A library named in $STRIDEKIT_NVRTC is the only candidate.
+	env["STRIDEKIT_NVRTC"] = "/opt/x/libnvrtc.so.99"
+	if c, named := nvrtcCandidates(getenv); !named || len(c) != 1 || c[0] != "/opt/x/libnvrtc.so.99" {
+		t.Errorf("with STRIDEKIT_NVRTC: candidates %q, named %v", c, named)
 	}
 }
 

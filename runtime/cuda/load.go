@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -196,51 +197,71 @@ func nvrtcSymbols() []symbol {
 	}
 }
 
-// nvrtcCandidates lists, in search order, what loadNVRTC tries.
-func nvrtcCandidates() []string {
-	var c []string
-	if p := os.Getenv("STRIDEKIT_NVRTC"); p != "" {
-		c = append(c, p)
+// nvrtcCandidates lists, in search order, what loadNVRTC tries, reading
+// the environment through getenv. named reports that the list is the one
+// library the user named in $STRIDEKIT_NVRTC, which is then the only
+// candidate: a named library that cannot be loaded is an error, never a
+// reason to fall back on another NVRTC.
+func nvrtcCandidates(getenv func(string) string) (c []string, named bool) {
+	if p := getenv("STRIDEKIT_NVRTC"); p != "" {
+		return []string{p}, true
 	}
-	c = append(c, "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
+	sonames := []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}
+	c = append(c, sonames...)
 	var dirs []string
-	if h := os.Getenv("CUDA_HOME"); h != "" {
+	if h := getenv("CUDA_HOME"); h != "" {
 		dirs = append(dirs, filepath.Join(h, "lib64"))
 	}
 	dirs = append(dirs, "/usr/local/cuda/lib64")
 	for _, d := range dirs {
-		for _, n := range []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"} {
+		for _, n := range sonames {
 			c = append(c, filepath.Join(d, n))
 		}
 	}
-	return c
+	return c, false
+}
+
+// selectNVRTC returns the first candidate that open loads. When none does,
+// the error wraps ErrNoNVRTC and lists each candidate with the reason it
+// failed; for a named candidate it says that the library $STRIDEKIT_NVRTC
+// names could not be loaded, and why.
+func selectNVRTC(candidates []string, named bool, open func(string) error) (string, error) {
+	var tried []string
+	for _, name := range candidates {
+		err := open(name)
+		if err == nil {
+			return name, nil
+		}
+		if named {
+			return "", fmt.Errorf("%w: STRIDEKIT_NVRTC=%s cannot be loaded (no other NVRTC is tried while it is set): %w",
+				ErrNoNVRTC, name, err)
+		}
+		tried = append(tried, name+" ("+firstLine(err.Error())+")")
+	}
+	return "", fmt.Errorf("%w: tried %s", ErrNoNVRTC, strings.Join(tried, ", "))
+}
+
+// openNVRTC loads the NVRTC library name (a path is checked to exist first,
+// for a clearer reason than dlopen's) and binds its symbols into nv.
+func openNVRTC(name string) error {
+	if strings.Contains(name, "/") {
+		if _, err := os.Stat(name); err != nil {
+			return err
+		}
+	}
+	lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return errors.New(firstLine(err.Error()))
+	}
+	return bindSymbols(lib, name, nvrtcSymbols())
 }
 
 // loadNVRTC loads NVRTC along nvrtcCandidates, once.
 func loadNVRTC() error {
 	nv.once.Do(func() {
-		var tried []string
-		for _, name := range nvrtcCandidates() {
-			if strings.Contains(name, "/") {
-				if _, err := os.Stat(name); err != nil {
-					tried = append(tried, name+" (absent)")
-					continue
-				}
-			}
-			lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-			if err != nil {
-				tried = append(tried, name+" ("+firstLine(err.Error())+")")
-				continue
-			}
-			if err := bindSymbols(lib, name, nvrtcSymbols()); err != nil {
-				tried = append(tried, name+" ("+err.Error()+")")
-				continue
-			}
-			nv.path = name
-			break
-		}
-		if nv.path == "" {
-			nv.err = fmt.Errorf("%w: tried %s", ErrNoNVRTC, strings.Join(tried, ", "))
+		candidates, named := nvrtcCandidates(os.Getenv)
+		nv.path, nv.err = selectNVRTC(candidates, named, openNVRTC)
+		if nv.err != nil {
 			return
 		}
 		var major, minor int32
