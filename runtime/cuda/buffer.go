@@ -3,8 +3,6 @@ package cuda
 import (
 	"fmt"
 	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -115,6 +113,8 @@ func PointerAttributes(ptr uintptr) (PointerInfo, error) {
 // Buffer is a range of memory known to CUDA: allocated here (device, pinned
 // host or managed) or wrapped with FromHandle. Close frees what was
 // allocated here; it is idempotent, and any use after it returns ErrClosed.
+// Its methods are safe for concurrent use, Close included: a copy in
+// progress finishes before the memory is freed.
 type Buffer struct {
 	ptr    DevicePtr
 	size   int
@@ -123,9 +123,8 @@ type Buffer struct {
 	stream *Stream // stream of a stream-ordered allocation
 	async  bool
 	free   func(*Buffer) error // nil for wrapped memory
-	owner  any
-	mu     sync.Mutex
-	closed atomic.Bool
+	owner  any                 // guarded by g.mu
+	g      guard
 }
 
 // Alloc allocates size bytes of device memory. Where the device supports
@@ -133,6 +132,9 @@ type Buffer struct {
 // the legacy default stream): use it on s, or after synchronising with s,
 // and Close frees it in the same order on s. Otherwise it is cuMemAlloc_v2.
 func (d *Device) Alloc(size int, s *Stream) (*Buffer, error) {
+	if err := d.valid("Alloc"); err != nil {
+		return nil, err
+	}
 	if size < 0 {
 		return nil, fmt.Errorf("cuda: Alloc(%d): %w", size, ErrInvalidValue)
 	}
@@ -141,11 +143,13 @@ func (d *Device) Alloc(size int, s *Stream) (*Buffer, error) {
 		return b, nil
 	}
 	if d.memPools {
-		h, err := s.handle()
+		h, err := s.acquire()
 		if err != nil {
 			return nil, err
 		}
-		if err := d.call("cuMemAllocAsync", drv.cuMemAllocAsync, uintptr(unsafe.Pointer(&b.ptr)), uintptr(size), h); err != nil {
+		err = d.call("cuMemAllocAsync", drv.cuMemAllocAsync, uintptr(unsafe.Pointer(&b.ptr)), uintptr(size), h)
+		s.release()
+		if err != nil {
 			return nil, err
 		}
 		b.async = true
@@ -159,11 +163,14 @@ func (d *Device) Alloc(size int, s *Stream) (*Buffer, error) {
 	return b, nil
 }
 
+// freeAsync frees a stream-ordered allocation on its stream, or on the
+// legacy default stream if that one is closed.
 func freeAsync(b *Buffer) error {
-	var h uintptr // legacy default stream if the allocating stream is gone
-	if b.stream != nil && !b.stream.closed.Load() {
-		h = b.stream.h
+	h, err := b.stream.acquire()
+	if err != nil {
+		return b.dev.call("cuMemFreeAsync", drv.cuMemFreeAsync, uintptr(b.ptr), 0)
 	}
+	defer b.stream.release()
 	return b.dev.call("cuMemFreeAsync", drv.cuMemFreeAsync, uintptr(b.ptr), h)
 }
 
@@ -171,6 +178,9 @@ func freeAsync(b *Buffer) error {
 // the device's address space and usable from every context
 // (cuMemHostAlloc with PORTABLE|DEVICEMAP). Async copies need such memory.
 func (d *Device) AllocHost(size int) (*Buffer, error) {
+	if err := d.valid("AllocHost"); err != nil {
+		return nil, err
+	}
 	if size <= 0 {
 		return nil, fmt.Errorf("cuda: AllocHost(%d): %w", size, ErrInvalidValue)
 	}
@@ -187,6 +197,9 @@ func (d *Device) AllocHost(size int) (*Buffer, error) {
 // AllocManaged allocates size bytes of managed memory, accessible from the
 // host and every device (cuMemAllocManaged, CU_MEM_ATTACH_GLOBAL).
 func (d *Device) AllocManaged(size int) (*Buffer, error) {
+	if err := d.valid("AllocManaged"); err != nil {
+		return nil, err
+	}
 	if size <= 0 {
 		return nil, fmt.Errorf("cuda: AllocManaged(%d): %w", size, ErrInvalidValue)
 	}
@@ -205,7 +218,9 @@ func (d *Device) AllocManaged(size int) (*Buffer, error) {
 // (PointerAttributes) what it is and on which device. owner, if not nil, is
 // kept reachable until Close: pass whatever frees the memory when collected.
 // Close frees nothing. Pageable host memory is accepted (Kind
-// MemoryPageable, Device nil).
+// MemoryPageable, Device nil), as is page-locked host memory the driver
+// names no device for; such a buffer has no device to copy with, so
+// CopyFromHost and CopyToHost refuse it: use Bytes.
 func FromHandle(ptr uintptr, size int, owner any) (*Buffer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("cuda: FromHandle size %d: %w", size, ErrInvalidValue)
@@ -227,28 +242,48 @@ func FromHandle(ptr uintptr, size int, owner any) (*Buffer, error) {
 	return b, nil
 }
 
-// Ptr returns the buffer's address (0 after Close).
+// Ptr returns the buffer's address (0 after Close, and for a nil Buffer).
 func (b *Buffer) Ptr() DevicePtr {
-	if b.closed.Load() {
+	if b == nil || b.g.closed.Load() {
 		return 0
 	}
 	return b.ptr
 }
 
-// Size returns the buffer's size in bytes.
-func (b *Buffer) Size() int { return b.size }
+// Size returns the buffer's size in bytes (0 for a nil Buffer).
+func (b *Buffer) Size() int {
+	if b == nil {
+		return 0
+	}
+	return b.size
+}
 
-// Kind returns what memory the buffer is.
-func (b *Buffer) Kind() MemoryKind { return b.kind }
+// Kind returns what memory the buffer is (MemoryPageable for a nil Buffer,
+// which is what the zero Buffer claims).
+func (b *Buffer) Kind() MemoryKind {
+	if b == nil {
+		return MemoryPageable
+	}
+	return b.kind
+}
 
 // Device returns the buffer's device: the one it was allocated on, or for
-// wrapped memory the one the driver named (nil for host memory).
-func (b *Buffer) Device() *Device { return b.dev }
+// wrapped memory the one the driver named (nil for host memory it names
+// none for, and for a nil Buffer).
+func (b *Buffer) Device() *Device {
+	if b == nil {
+		return nil
+	}
+	return b.dev
+}
 
 // Owner returns the owner given to FromHandle (nil after Close).
 func (b *Buffer) Owner() any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	b.g.mu.RLock()
+	defer b.g.mu.RUnlock()
 	return b.owner
 }
 
@@ -256,8 +291,11 @@ func (b *Buffer) Owner() any {
 // (pinned, managed, pageable). The slice is valid until Close. For managed
 // memory, synchronise with the device before touching it.
 func (b *Buffer) Bytes() ([]byte, error) {
-	if b.closed.Load() {
-		return nil, ErrClosed
+	if b == nil {
+		return nil, errZero("Buffer", "Bytes", "Device.Alloc or FromHandle")
+	}
+	if b.g.closed.Load() {
+		return nil, errClosedBuffer
 	}
 	if !b.kind.HostAccessible() {
 		return nil, fmt.Errorf("cuda: Bytes of %v memory: %w", b.kind, ErrNotSupported)
@@ -269,66 +307,80 @@ func (b *Buffer) Bytes() ([]byte, error) {
 	return unsafe.Slice((*byte)(*(*unsafe.Pointer)(unsafe.Pointer(&p))), b.size), nil
 }
 
-// Close frees memory allocated here (stream-ordered memory on its stream)
-// and drops the owner of wrapped memory. Idempotent.
+// Close frees memory allocated here (stream-ordered memory on its stream,
+// or on the legacy default stream if that one is closed) once the copies in
+// progress have returned, and drops the owner of wrapped memory. Idempotent.
 func (b *Buffer) Close() error {
 	if b == nil {
 		return nil
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.closed.Swap(true) {
-		return nil
-	}
-	b.owner = nil
-	if b.free == nil || b.ptr == 0 {
-		return nil
-	}
-	return b.free(b)
+	return b.g.close(func() error {
+		b.owner = nil
+		if b.free == nil || b.ptr == 0 {
+			return nil
+		}
+		return b.free(b)
+	})
 }
 
 // CopyFromHost copies src into the start of the buffer, synchronously.
 func (b *Buffer) CopyFromHost(src []byte) error {
-	if b.closed.Load() {
-		return ErrClosed
+	d, err := b.device("CopyFromHost")
+	if err != nil {
+		return err
 	}
 	if len(src) > b.size {
 		return fmt.Errorf("cuda: CopyFromHost: %d bytes into %d: %w", len(src), b.size, ErrInvalidValue)
 	}
-	return b.device().CopyHtoD(b.ptr, src)
+	if !b.g.acquire() {
+		return errClosedBuffer
+	}
+	defer b.g.release()
+	return d.CopyHtoD(b.ptr, src)
 }
 
 // CopyToHost copies the start of the buffer into dst, synchronously.
 func (b *Buffer) CopyToHost(dst []byte) error {
-	if b.closed.Load() {
-		return ErrClosed
+	d, err := b.device("CopyToHost")
+	if err != nil {
+		return err
 	}
 	if len(dst) > b.size {
 		return fmt.Errorf("cuda: CopyToHost: %d bytes from %d: %w", len(dst), b.size, ErrInvalidValue)
 	}
-	return b.device().CopyDtoH(dst, b.ptr)
+	if !b.g.acquire() {
+		return errClosedBuffer
+	}
+	defer b.g.release()
+	return d.CopyDtoH(dst, b.ptr)
 }
 
-func (b *Buffer) device() *Device {
-	if b.dev != nil {
-		return b.dev
+// device returns the device whose context method's driver call runs in, or
+// an error naming the buffer's kind when it has none (host memory the
+// driver names no device for, a nil or zero Buffer).
+func (b *Buffer) device(method string) (*Device, error) {
+	if b == nil {
+		return nil, errZero("Buffer", method, "Device.Alloc or FromHandle")
 	}
-	d, _ := GetDevice(0)
-	return d
+	if b.dev == nil {
+		return nil, fmt.Errorf("cuda: Buffer.%s: %v buffer of %d bytes at %#x has no device to copy with (use Bytes for host memory): %w",
+			method, b.kind, b.size, uintptr(b.ptr), ErrInvalidValue)
+	}
+	return b.dev, nil
 }
 
 // CopyHtoD copies src from host memory to dst, synchronously (cuMemcpyHtoD_v2).
 func (d *Device) CopyHtoD(dst DevicePtr, src []byte) error {
-	if len(src) == 0 {
-		return nil
+	if err := d.valid("CopyHtoD"); err != nil || len(src) == 0 {
+		return err
 	}
 	return d.call("cuMemcpyHtoD_v2", drv.cuMemcpyHtoD, uintptr(dst), uintptr(unsafe.Pointer(&src[0])), uintptr(len(src)))
 }
 
 // CopyDtoH copies from src into host memory dst, synchronously (cuMemcpyDtoH_v2).
 func (d *Device) CopyDtoH(dst []byte, src DevicePtr) error {
-	if len(dst) == 0 {
-		return nil
+	if err := d.valid("CopyDtoH"); err != nil || len(dst) == 0 {
+		return err
 	}
 	return d.call("cuMemcpyDtoH_v2", drv.cuMemcpyDtoH, uintptr(unsafe.Pointer(&dst[0])), uintptr(src), uintptr(len(dst)))
 }
@@ -336,67 +388,76 @@ func (d *Device) CopyDtoH(dst []byte, src DevicePtr) error {
 // CopyDtoD copies n bytes between device memory, synchronously with respect
 // to the host (cuMemcpyDtoD_v2).
 func (d *Device) CopyDtoD(dst, src DevicePtr, n int) error {
-	if n == 0 {
-		return nil
+	if err := d.checkCount("CopyDtoD", n); err != nil || n == 0 {
+		return err
 	}
 	return d.call("cuMemcpyDtoD_v2", drv.cuMemcpyDtoD, uintptr(dst), uintptr(src), uintptr(n))
-}
-
-// CopyHtoDAsync queues a copy of n bytes from page-locked host memory src to
-// dst on stream s (nil: legacy default).
-func (d *Device) CopyHtoDAsync(dst, src DevicePtr, n int, s *Stream) error {
-	h, err := s.handle()
-	if err != nil || n == 0 {
-		return err
-	}
-	return d.call("cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, uintptr(dst), uintptr(src), uintptr(n), h)
-}
-
-// CopyDtoHAsync queues a copy of n bytes from src to page-locked host memory
-// dst on stream s (nil: legacy default).
-func (d *Device) CopyDtoHAsync(dst, src DevicePtr, n int, s *Stream) error {
-	h, err := s.handle()
-	if err != nil || n == 0 {
-		return err
-	}
-	return d.call("cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(dst), uintptr(src), uintptr(n), h)
-}
-
-// CopyDtoDAsync queues a copy of n bytes between device memory on stream s
-// (nil: legacy default).
-func (d *Device) CopyDtoDAsync(dst, src DevicePtr, n int, s *Stream) error {
-	h, err := s.handle()
-	if err != nil || n == 0 {
-		return err
-	}
-	return d.call("cuMemcpyDtoDAsync_v2", drv.cuMemcpyDtoDAsync, uintptr(dst), uintptr(src), uintptr(n), h)
 }
 
 // Memcpy copies n bytes between any two unified addresses (device, managed
 // or page-locked host), synchronously (cuMemcpy).
 func (d *Device) Memcpy(dst, src DevicePtr, n int) error {
-	if n == 0 {
-		return nil
+	if err := d.checkCount("Memcpy", n); err != nil || n == 0 {
+		return err
 	}
 	return d.call("cuMemcpy", drv.cuMemcpy, uintptr(dst), uintptr(src), uintptr(n))
+}
+
+// CopyHtoDAsync queues a copy of n bytes from page-locked host memory src to
+// dst on stream s (nil: legacy default).
+func (d *Device) CopyHtoDAsync(dst, src DevicePtr, n int, s *Stream) error {
+	return d.async("CopyHtoDAsync", "cuMemcpyHtoDAsync_v2", drv.cuMemcpyHtoDAsync, uintptr(dst), uintptr(src), n, s)
+}
+
+// CopyDtoHAsync queues a copy of n bytes from src to page-locked host memory
+// dst on stream s (nil: legacy default).
+func (d *Device) CopyDtoHAsync(dst, src DevicePtr, n int, s *Stream) error {
+	return d.async("CopyDtoHAsync", "cuMemcpyDtoHAsync_v2", drv.cuMemcpyDtoHAsync, uintptr(dst), uintptr(src), n, s)
+}
+
+// CopyDtoDAsync queues a copy of n bytes between device memory on stream s
+// (nil: legacy default).
+func (d *Device) CopyDtoDAsync(dst, src DevicePtr, n int, s *Stream) error {
+	return d.async("CopyDtoDAsync", "cuMemcpyDtoDAsync_v2", drv.cuMemcpyDtoDAsync, uintptr(dst), uintptr(src), n, s)
 }
 
 // MemcpyAsync queues a copy of n bytes between any two unified addresses on
 // stream s (nil: legacy default) (cuMemcpyAsync).
 func (d *Device) MemcpyAsync(dst, src DevicePtr, n int, s *Stream) error {
-	h, err := s.handle()
-	if err != nil || n == 0 {
-		return err
-	}
-	return d.call("cuMemcpyAsync", drv.cuMemcpyAsync, uintptr(dst), uintptr(src), uintptr(n), h)
+	return d.async("MemcpyAsync", "cuMemcpyAsync", drv.cuMemcpyAsync, uintptr(dst), uintptr(src), n, s)
 }
 
 // MemsetAsync queues setting n bytes at dst to v on stream s (nil: legacy
 // default).
 func (d *Device) MemsetAsync(dst DevicePtr, v byte, n int, s *Stream) error {
-	h, err := s.handle()
-	if err != nil || n == 0 {
+	return d.async("MemsetAsync", "cuMemsetD8Async", drv.cuMemsetD8Async, uintptr(dst), uintptr(v), n, s)
+}
+
+// checkCount checks the device and a byte count n for method.
+func (d *Device) checkCount(method string, n int) error {
+	if err := d.valid(method); err != nil {
 		return err
 	}
-	return d.call("cuMemsetD8Async", drv.cuMemsetD8Async, uintptr(dst), uintptr(v), uintptr(n), h)
+	if n < 0 {
+		return fmt.Errorf("cuda: Device.%s: n = %d: %w", method, n, ErrInvalidValue)
+	}
+	return nil
+}
+
+// async makes the stream-ordered call fn(a, b, n, stream) for method,
+// holding s open for the call. A count of 0 checks the arguments and queues
+// nothing.
+func (d *Device) async(method, name string, fn, a, b uintptr, n int, s *Stream) error {
+	if err := d.checkCount(method, n); err != nil {
+		return err
+	}
+	h, err := s.acquire()
+	if err != nil || n == 0 {
+		if err == nil {
+			s.release()
+		}
+		return err
+	}
+	defer s.release()
+	return d.call(name, fn, a, b, uintptr(n), h)
 }

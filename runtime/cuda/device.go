@@ -133,50 +133,113 @@ func (d *Device) attribute(attr int) (int, error) {
 	return int(v), check("cuDeviceGetAttribute", r)
 }
 
+// valid returns nil for a Device that GetDevice made, and an error naming
+// method for a nil pointer or zero Device, which has no context (and maybe no
+// driver) to call.
+func (d *Device) valid(method string) error {
+	if d == nil || d.ctxArg == nil {
+		return errZero("Device", method, "GetDevice")
+	}
+	return nil
+}
+
 // Attribute returns a raw CUdevice_attribute value of the device.
-func (d *Device) Attribute(attr int) (int, error) { return d.attribute(attr) }
+func (d *Device) Attribute(attr int) (int, error) {
+	if err := d.valid("Attribute"); err != nil {
+		return 0, err
+	}
+	return d.attribute(attr)
+}
 
-// Ordinal returns the device's ordinal, as given to GetDevice.
-func (d *Device) Ordinal() int { return d.ordinal }
+// Ordinal returns the device's ordinal, as given to GetDevice (-1 for a nil
+// Device).
+func (d *Device) Ordinal() int {
+	if d == nil {
+		return -1
+	}
+	return d.ordinal
+}
 
-// Name returns the device's name, e.g. "NVIDIA H200".
-func (d *Device) Name() string { return d.name }
+// Name returns the device's name, e.g. "NVIDIA H200" ("" for a nil Device).
+func (d *Device) Name() string {
+	if d == nil {
+		return ""
+	}
+	return d.name
+}
 
 // ComputeCapability returns the device's compute capability, e.g. 9, 0.
-func (d *Device) ComputeCapability() (major, minor int) { return d.major, d.minor }
+func (d *Device) ComputeCapability() (major, minor int) {
+	if d == nil {
+		return 0, 0
+	}
+	return d.major, d.minor
+}
 
 // Arch returns the compute capability as one number, 10·major + minor: 90
 // for sm_90.
-func (d *Device) Arch() int { return 10*d.major + d.minor }
+func (d *Device) Arch() int {
+	major, minor := d.ComputeCapability()
+	return 10*major + minor
+}
 
 // SMCount returns the number of streaming multiprocessors.
-func (d *Device) SMCount() int { return d.smCount }
+func (d *Device) SMCount() int {
+	if d == nil {
+		return 0
+	}
+	return d.smCount
+}
 
 // MaxThreadsPerBlock returns the most threads a block may have.
-func (d *Device) MaxThreadsPerBlock() int { return d.maxThreadsPerBlock }
+func (d *Device) MaxThreadsPerBlock() int {
+	if d == nil {
+		return 0
+	}
+	return d.maxThreadsPerBlock
+}
 
 // TotalMemory returns the device's memory in bytes.
-func (d *Device) TotalMemory() int64 { return d.totalMem }
+func (d *Device) TotalMemory() int64 {
+	if d == nil {
+		return 0
+	}
+	return d.totalMem
+}
 
 // MaxSharedMemoryPerBlock returns the shared memory a block gets without
 // opting in, in bytes (48 KiB on current GPUs).
-func (d *Device) MaxSharedMemoryPerBlock() int { return d.maxShared }
+func (d *Device) MaxSharedMemoryPerBlock() int {
+	if d == nil {
+		return 0
+	}
+	return d.maxShared
+}
 
 // MaxSharedMemoryPerBlockOptin returns the shared memory a block may get
 // after Function.SetMaxDynamicSharedMemory, in bytes.
-func (d *Device) MaxSharedMemoryPerBlockOptin() int { return d.maxSharedOpt }
+func (d *Device) MaxSharedMemoryPerBlockOptin() int {
+	if d == nil {
+		return 0
+	}
+	return d.maxSharedOpt
+}
 
 // MemoryPoolsSupported reports whether Alloc is stream-ordered
 // (cuMemAllocAsync) on this device.
-func (d *Device) MemoryPoolsSupported() bool { return d.memPools }
+func (d *Device) MemoryPoolsSupported() bool { return d != nil && d.memPools }
 
+// String names the device as "cuda:ORDINAL (NAME, sm_ARCH)".
 func (d *Device) String() string {
+	if d == nil {
+		return "cuda:<nil>"
+	}
 	return fmt.Sprintf("cuda:%d (%s, sm_%d)", d.ordinal, d.name, d.Arch())
 }
 
 // enter locks the goroutine to its OS thread and makes the device's context
 // current there; the caller must call runtime.UnlockOSThread after its driver
-// calls, whatever enter returns.
+// calls, whatever enter returns. The caller has checked d with valid.
 func (d *Device) enter() error {
 	runtime.LockOSThread()
 	r, _, _ := purego.SyscallN(drv.cuCtxSetCurrent, d.ctxArg...) // no allocation
@@ -187,10 +250,14 @@ func (d *Device) enter() error {
 }
 
 // call makes one driver call in the device's context. Pointers converted
-// to uintptr in its arguments stay on the heap and alive for the call.
+// to uintptr in its arguments stay on the heap and alive for the call. A nil
+// or zero Device is an error naming the call.
 //
 //go:uintptrescapes
 func (d *Device) call(name string, fn uintptr, args ...uintptr) error {
+	if err := d.valid(name); err != nil {
+		return err
+	}
 	err := d.enter()
 	if err == nil {
 		r, _, _ := purego.SyscallN(fn, args...)
@@ -204,5 +271,8 @@ func (d *Device) call(name string, fn uintptr, args ...uintptr) error {
 
 // Synchronize waits for all work on the device's primary context.
 func (d *Device) Synchronize() error {
+	if err := d.valid("Synchronize"); err != nil {
+		return err
+	}
 	return d.call("cuCtxSynchronize", drv.cuCtxSynchronize)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"unsafe"
@@ -315,7 +316,7 @@ func TestLaunchAndEvents(t *testing.T) {
 // TestConcurrentGoroutines runs 64 goroutines (GOMAXPROCS ≥ 4), each with
 // its own stream and buffer, launching, copying and synchronising at once;
 // with a context set only once, goroutines moving between threads would get
-// CUDA_ERROR_INVALID_CONTEXT (DESIGN.md decision 2). Run it under -race.
+// CUDA_ERROR_INVALID_CONTEXT. Run it under -race.
 func TestConcurrentGoroutines(t *testing.T) {
 	d := needGPU(t)
 	fn := loadAddOne(t, d)
@@ -373,6 +374,176 @@ func TestConcurrentGoroutines(t *testing.T) {
 		if err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestFunctionWithParams launches add_one with the layout given by hand,
+// which must equal the one the driver reports.
+func TestFunctionWithParams(t *testing.T) {
+	d := needGPU(t)
+	fn := loadAddOne(t, d)
+	layout := ParamsOf(8, 4) // float* x, int n
+	if !slices.Equal(fn.Params(), layout) {
+		t.Fatalf("driver's layout %v, ParamsOf(8, 4) = %v", fn.Params(), layout)
+	}
+	m := fn.info.mod
+	given, err := m.FunctionWithParams("add_one", layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if given.Handle() != fn.Handle() || given.NumParams() != 2 {
+		t.Errorf("FunctionWithParams: handle %#x (want %#x), %d params", given.Handle(), fn.Handle(), given.NumParams())
+	}
+	const n = 300
+	buf, err := d.Alloc(4*n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	host := make([]byte, 4*n)
+	if err := buf.CopyFromHost(host); err != nil {
+		t.Fatal(err)
+	}
+	ptr, count := buf.Ptr(), int32(n)
+	if err := Launch(given, Dim3{(n + 127) / 128, 1, 1}, Dim3{128, 1, 1}, 0, nil, unsafe.Pointer(&ptr), unsafe.Pointer(&count)); err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.CopyToHost(host); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range floats(host) {
+		if v != 1 {
+			t.Fatalf("x[%d] = %v, want 1", i, v)
+		}
+	}
+	if _, err := m.FunctionWithParams("no_such_kernel", layout); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing kernel: %v", err)
+	}
+}
+
+// TestCloseWhileInUse runs goroutines that use streams, events, buffers and
+// a module's function on the GPU while others Close them: every call must
+// return nil or ErrClosed, and the device must be healthy afterwards. Run
+// it under -race. Kernels write only to a buffer no goroutine closes, so a
+// Close never frees memory a queued kernel still writes.
+func TestCloseWhileInUse(t *testing.T) {
+	d := needGPU(t)
+	needNVRTC(t)
+	img, _, err := NVRTCCompile(addOne, "add_one.cu", []string{fmt.Sprintf("--gpu-architecture=sm_%d", min(d.Arch(), highestArch(t)))}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(4, runtime.NumCPU())))
+	const rounds, users, ops, n = 40, 8, 40, 256
+	target, err := d.Alloc(4*n, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	var mu sync.Mutex
+	var unexpected []error
+	report := func(what string, err error) {
+		if err != nil && !errors.Is(err, ErrClosed) {
+			mu.Lock()
+			unexpected = append(unexpected, fmt.Errorf("%s: %w", what, err))
+			mu.Unlock()
+		}
+	}
+	for round := range rounds {
+		s, err1 := d.NewStream(round%2 == 0)
+		e, err2 := d.NewEvent(false)
+		b, err3 := d.Alloc(4*n, nil)
+		m, err4 := d.LoadModule(img)
+		if err := errors.Join(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		fn, err := m.FunctionWithParams("add_one", ParamsOf(8, 4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for u := range users {
+			wg.Go(func() {
+				ptr, count := target.Ptr(), int32(n)
+				host := make([]byte, 4*n)
+				for i := range ops {
+					switch (u + i) % 8 {
+					case 0:
+						report("Stream.Synchronize", s.Synchronize())
+					case 1:
+						report("Event.Record", e.Record(s))
+					case 2:
+						report("Stream.WaitEvent", s.WaitEvent(e))
+					case 3:
+						report("Event.Synchronize", e.Synchronize())
+					case 4:
+						_, err := e.Done()
+						report("Event.Done", err)
+					case 5:
+						report("Buffer.CopyFromHost", b.CopyFromHost(host))
+					case 6:
+						report("Buffer.CopyToHost", b.CopyToHost(host))
+					case 7:
+						report("Launch", Launch(fn, Dim3{1, 1, 1}, Dim3{n, 1, 1}, 0, s, unsafe.Pointer(&ptr), unsafe.Pointer(&count)))
+					}
+				}
+			})
+		}
+		closers := []func() error{s.Close, e.Close, b.Close, m.Close}
+		for c := range 2 { // two goroutines close everything, concurrently
+			wg.Go(func() {
+				for range (round + c) % 5 {
+					runtime.Gosched()
+				}
+				for i := range closers {
+					report("Close", closers[(i+c+round)%len(closers)]())
+				}
+			})
+		}
+		wg.Wait()
+	}
+	for i, err := range unexpected {
+		if i == 10 {
+			t.Errorf("... and %d more", len(unexpected)-10)
+			break
+		}
+		t.Errorf("want nil or ErrClosed: %v", err)
+	}
+	if err := d.Synchronize(); err != nil {
+		t.Fatalf("device after the races: %v", err)
+	}
+}
+
+// TestLaunchAllocatesNothingGPU checks on a real driver that Launch's
+// steady path allocates nothing (the CPU version, against a stand-in
+// driver, is TestLaunchAllocatesNothing).
+func TestLaunchAllocatesNothingGPU(t *testing.T) {
+	d := needGPU(t)
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under -race")
+	}
+	fn := loadAddOne(t, d)
+	buf, err := d.Alloc(4*256, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	s, err := d.NewStream(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ptr, count := buf.Ptr(), int32(256)
+	allocs := testing.AllocsPerRun(200, func() {
+		if err := Launch(fn, Dim3{1, 1, 1}, Dim3{256, 1, 1}, 0, s, unsafe.Pointer(&ptr), unsafe.Pointer(&count)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("Launch: %v allocations per call, want 0", allocs)
 	}
 }
 
