@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,11 +18,50 @@ import (
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
+// ErrCacheUnusable is matched (errors.Is) by the error CacheStatus reports
+// for a cache directory that proved unusable: a write to it failed, so the
+// disk cache is off for it for the rest of the process. The error also
+// wraps the failure itself (an *fs.PathError).
+var ErrCacheUnusable = errors.New("jit: disk cache directory unusable")
+
+// unusable maps a directory to the error that turned the disk cache off
+// for it.
+var unusable sync.Map // string → error
+
 // CacheDir returns the disk cache directory and whether the disk cache is
 // on: $STRIDEKIT_CACHE_DIR, else $XDG_CACHE_HOME/stridekit, else
-// ~/.cache/stridekit; off when STRIDEKIT_CACHE=off or no directory can be
-// named.
+// ~/.cache/stridekit; off when STRIDEKIT_CACHE=off, when no directory can be
+// named, and when the directory proved unusable earlier in this process
+// (CacheStatus then says why). The environment is read at every call.
 func CacheDir() (string, bool) {
+	dir, on, _ := CacheStatus()
+	return dir, on
+}
+
+// CacheStatus reports the disk cache: its directory, whether it is in use,
+// and, when it was turned off because the directory proved unusable, the
+// error that did so (matching ErrCacheUnusable; nil otherwise, including
+// when STRIDEKIT_CACHE=off turned it off). A directory proves unusable when
+// writing an entry to it fails (it cannot be created, is read-only, is
+// full): from then on, for the rest of the process, CompileCached neither
+// reads nor writes it and compiles succeed from NVRTC alone, with the
+// in-memory caches above still in force. The package writes no log; a
+// program that wants to tell its user calls CacheStatus, for instance after
+// its first compile. Naming another directory in $STRIDEKIT_CACHE_DIR turns
+// the disk cache on again for that one.
+func CacheStatus() (dir string, on bool, err error) {
+	dir, on = configuredCacheDir()
+	if on {
+		if e, bad := unusable.Load(dir); bad {
+			return dir, false, e.(error)
+		}
+	}
+	return dir, on, nil
+}
+
+// configuredCacheDir is the directory the environment names, and whether
+// the environment leaves the disk cache on.
+func configuredCacheDir() (string, bool) {
 	if os.Getenv("STRIDEKIT_CACHE") == "off" {
 		return "", false
 	}
@@ -37,6 +75,12 @@ func CacheDir() (string, bool) {
 		return filepath.Join(h, ".cache", "stridekit"), true
 	}
 	return "", false
+}
+
+// disable turns the disk cache off for dir because of err; the first
+// error recorded for a directory is the one CacheStatus reports.
+func disable(dir string, err error) {
+	unusable.LoadOrStore(dir, fmt.Errorf("%w: %s: %w", ErrCacheUnusable, dir, err))
 }
 
 // Entry file layout: magic, version, flags (bit 0: PTX), arch, payload
@@ -101,24 +145,16 @@ func decodeEntry(key [32]byte, b []byte) (Image, error) {
 	return Image{Data: data, PTX: binary.LittleEndian.Uint32(b[12:])&1 != 0, Arch: int(binary.LittleEndian.Uint32(b[16:]))}, nil
 }
 
-var (
-	diskFlight singleflight.Group
-	warned     sync.Map // dir → struct{}: warned once about it
-)
-
-// warnOnce logs, once per directory, that the disk cache cannot be used.
-func warnOnce(dir string, err error) {
-	if _, loaded := warned.LoadOrStore(dir, struct{}{}); !loaded {
-		log.Printf("stridekit: jit: disk cache %s unusable, caching in memory only: %v", dir, err)
-	}
-}
+var diskFlight singleflight.Group
 
 // CompileCached is Compile through the disk cache: it returns the verified
 // entry for (source, opts.Flags, target, NVRTC version) if there is one,
 // else compiles and writes the entry. Concurrent calls for one key in a
 // process compile once (single-flight); processes race benignly (each
 // renames a complete file into place). It needs NVRTC even on a hit, for the
-// version in the key.
+// version in the key. When an entry cannot be written, the disk cache turns
+// off for its directory (see CacheStatus) and the compiled image is
+// returned all the same.
 func CompileCached(source string, opts Options) (Image, error) {
 	if opts.Arch <= 0 {
 		return Image{}, fmt.Errorf("%w: Options.Arch must be set (e.g. 90 for sm_90)", ErrArch)
@@ -153,7 +189,7 @@ func CompileCached(source string, opts Options) (Image, error) {
 			return Image{}, err
 		}
 		if err := writeEntry(dir, path, encodeEntry(key, img)); err != nil {
-			warnOnce(dir, err)
+			disable(dir, err) // the image is good: only the disk cache is lost
 		} else {
 			stats.diskWrites.Add(1)
 		}
