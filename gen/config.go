@@ -8,116 +8,70 @@ import (
 	"github.com/stridekit/stridekit/layout"
 )
 
-// FormatVersion identifies the layout of the generated CUDA sources, the
-// argument block and the launch stubs. Files written by stridegen check it at
-// compile time (see Version1), so a generator change that alters the format
-// breaks the build of stale generated files instead of miscompiling them.
-const FormatVersion = 1
+// FormatVersion identifies the layout of the generated CUDA sources and the
+// argument blocks. It is part of every source (and so of every cache key),
+// and files written by stridegen check it at compile time (see Version2),
+// so a generator change that alters the format breaks the build of stale
+// generated files instead of miscompiling them.
+const FormatVersion = 2
 
-// Version1 exists while FormatVersion is 1; generated files reference it.
-const Version1 = FormatVersion
+// Version2 exists while FormatVersion is 2; generated files reference it.
+const Version2 = FormatVersion
 
-// Threads per block and work per thread of the non-tile classes.
+// Grid limits of CUDA.
 const (
-	// ContigThreads is the block size of the contiguous kernel.
-	ContigThreads = 256
-	// ContigUnroll is how many 16-byte loads a thread of the contiguous kernel
-	// keeps in flight.
-	ContigUnroll = 4
-	// ContigBlocksPerSM is how many blocks per multiprocessor the contiguous
-	// kernel's grid holds (it loops over the data).
-	ContigBlocksPerSM = 8
-	// RowsThreads is the block size of the elementwise, broadcast and fill
-	// kernels.
-	RowsThreads = 256
 	// MaxGridY is the largest grid.y (and grid.z) CUDA accepts.
 	MaxGridY = 65535
-	// MaxGridX caps grid.x of the looping tile kernel.
+	// MaxGridX caps grid.x of the looping tile kernels.
 	MaxGridX = 1 << 30
 )
 
-// RowsPerThread is how many rows (outer indices) one thread of the
-// elementwise, broadcast and fill kernels of nd canonical dims handles per
-// loop trip: the loads of those rows are in flight together, and the
-// broadcast kernel reads a src vector once for all the rows that share it.
-// A 1-d elementwise kernel has one row; it unrolls along the innermost dim
-// instead (ColsPerThread).
-func RowsPerThread(c layout.Class, nd int) int {
-	switch c {
-	case layout.ClassBroadcast, layout.ClassFill:
-		return 8
-	}
-	if nd == 1 {
-		return 1
-	}
-	return 4
-}
-
-// ElemCols1D is ColsPerThread of the 1-d elementwise kernel. On an H200,
-// a[:, ::2] of a 16384×32768 f32 (1-d, src stride 2; % of cuMemcpyDtoD in
-// the same run) ran at 52.7% with 1, 66.5% with 2, 69.2% with 4, 68.9% with 8.
+// ElemCols1D is how many vectors along its one dim a thread of the 1-d
+// elementwise kernel (a strided gather with no outer rows) moves per trip,
+// blockDim.x vectors apart. On an H200, a[:, ::2] of a 16384×32768 f32
+// (1-d, src stride 2; % of cuMemcpyDtoD in the same run) ran at 52.7% with
+// 1, 66.5% with 2, 69.2% with 4, 68.9% with 8.
 const ElemCols1D = 4
 
-// ColsPerThread is how many vectors along the innermost dim one thread of
-// the elementwise, broadcast and fill kernels of nd canonical dims moves per
-// loop trip, blockDim.x vectors apart so that every access of a warp stays
-// coalesced: R·X loads are in flight per thread. Only the 1-d elementwise
-// kernel (a strided gather with no outer rows) uses more than one.
-func ColsPerThread(c layout.Class, nd int) int {
-	if c == layout.ClassElementwise && nd == 1 {
+// rowsPerThread is R of the elementwise, broadcast and fill kernels: the
+// knob's Rows, or 1 for a 1-d kernel, which has one row.
+func rowsPerThread(sig layout.Signature, k Knobs) int {
+	if sig.NDim == 1 && sig.Class == layout.ClassElementwise {
+		return 1
+	}
+	return k.Rows
+}
+
+// colsPerThread is XU of the elementwise, broadcast and fill kernels: how
+// many vectors along the innermost dim one thread moves per trip.
+func colsPerThread(sig layout.Signature) int {
+	if sig.Class == layout.ClassElementwise && sig.NDim == 1 {
 		return ElemCols1D
 	}
 	return 1
 }
 
 // rowsBlockX is blockDim.x of the rows kernels for inner vectors along the
-// innermost dim and x vectors per thread: the next power of two of
-// ceil(inner/x), at most RowsThreads.
-func rowsBlockX(inner int64, x int) int64 {
-	return min(int64(RowsThreads), nextPow2(ceilDiv(inner, int64(x))))
+// innermost dim, x vectors per thread and threads per block: the next power
+// of two of ceil(inner/x), at most threads.
+func rowsBlockX(inner int64, x, threads int) int64 {
+	return min(int64(threads), nextPow2(ceilDiv(inner, int64(x))))
 }
 
-// TileConfig is the shape of the tiled permutation kernel's work: a tile of
-// Rows × Cols elements in shared memory, Rows along dst's fastest dim (dim
-// NDim-1) and Cols along src's fastest dim (dim Fast), moved by Threads
-// threads. Rows and Cols are powers of two and multiples of Vec.
-//
-// WordCols (items under 4 bytes with Vec·itemsize a multiple of 4 only)
-// makes the store phase read one 4-byte word of each of Vec tile rows (a
-// Vec × 4/itemsize micro-tile, 4/itemsize dst vectors) instead of whole
-// vectors (a Vec × Vec micro-tile): a quarter of the registers for 1-byte
-// items, so a block can have more threads and a multiprocessor more blocks.
+// TileConfig is the shape of the tile kernel's work: a tile of Rows × Cols
+// elements in shared memory, Rows along dst's fastest dim (dim NDim-1) and
+// Cols along src's fastest dim (dim Fast), moved by Threads threads. Rows
+// and Cols are powers of two and multiples of Vec (layout.TileEdges).
 type TileConfig struct {
 	Rows, Cols, Threads int
 	WordCols            bool
 }
 
-// DefaultTile returns the tile shape used for a signature: sizes chosen so a
-// tile is 4–32 KiB, every thread keeps several 16-byte loads in flight, and
-// the register transpose of a micro-tile fits in registers. Items under 4
-// bytes use word micro-tiles: on an H200 (1 GiB transposes, % of
-// cuMemcpyDtoD in the same run) u8 went from 87.7% (128×128, 64 threads,
-// 16×16 micro-tiles, 159 registers) to 92.9%, f16 from 95.0% (64×64, 64
-// threads) to 95.6%.
-func DefaultTile(sig layout.Signature) TileConfig {
-	v, s := int(sig.Vec), int(sig.Itemsize)
-	switch {
-	case v >= 16:
-		return TileConfig{128, 128, 256, true}
-	case v == 8:
-		return TileConfig{64, 128, 128, true}
-	case v == 4:
-		return TileConfig{64, 64, 256, false}
-	case v == 2 && 64*64*s <= 32<<10:
-		return TileConfig{64, 64, 256, false}
-	}
-	return TileConfig{32, 32, 256, false}
-}
-
-// wordCols reports whether sig's tile kernel uses the word micro-tile.
-func wordCols(sig layout.Signature, tc TileConfig) bool {
+// tileConfig returns the tile of a ClassTile signature under knobs k.
+func tileConfig(sig layout.Signature, k Knobs) TileConfig {
+	r, c := layout.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)
-	return tc.WordCols && s < 4 && (s*int(sig.Vec))%4 == 0
+	return TileConfig{Rows: r, Cols: c, Threads: k.Threads, WordCols: k.WordCols && s < 4 && (s*int(sig.Vec))%4 == 0}
 }
 
 // Name returns the kernel's extern "C" name, which spells the signature so a
@@ -143,8 +97,8 @@ func Name(sig layout.Signature) string {
 }
 
 // Check reports whether a kernel can be generated for sig: a valid signature
-// of a class that has a kernel (contig, elem, tile, bcast, fill), with
-// NDim ≤ MaxNDim, and NDim = 1 for contig.
+// of a class that has a kernel (contig, elem, tile, btile, bcast, fill), with
+// NDim ≤ MaxNDim (layout.MaxBoxNDim for btile), and NDim = 1 for contig.
 func Check(sig layout.Signature) error {
 	if err := sig.Validate(); err != nil {
 		return err
@@ -154,7 +108,7 @@ func Check(sig layout.Signature) error {
 		if sig.NDim != 1 {
 			return fmt.Errorf("gen: %v: contig kernels are 1-d", sig)
 		}
-	case layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill:
+	case layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile:
 	default:
 		return fmt.Errorf("gen: %v: class %v has no kernel", sig, sig.Class)
 	}
@@ -169,9 +123,13 @@ func Check(sig layout.Signature) error {
 // parameter space.
 const MaxNDim = 64
 
-// ArgsSize returns the size in bytes of the argument block of an nd-dim
-// kernel: struct sk_args in the CUDA source, see Pack.
-func ArgsSize(nd int) int {
+// ArgsSize returns the size in bytes of the argument block of sig's kernel:
+// struct A in its CUDA source (see Pack).
+func ArgsSize(sig layout.Signature) int {
+	nd := int(sig.NDim)
+	if sig.Class == layout.ClassBoxTile {
+		return boxArgsSize(nd)
+	}
 	n := 8*4 + 8*5*nd + 4*nd
 	return (n + 7) &^ 7
 }
@@ -219,3 +177,5 @@ func nextPow2(n int64) int64 {
 	}
 	return int64(1) << bits.Len64(uint64(n-1))
 }
+
+func log2(n int) int { return bits.Len(uint(n)) - 1 }

@@ -3,30 +3,35 @@ package gen
 import "github.com/stridekit/stridekit/layout"
 
 // DefaultItemsizes are the element sizes of the default kernel set: the
-// planner widens elements to these where alignment allows, so odd sizes
-// (3, 6, 12 bytes) are rarer and are generated at run time.
+// planner widens elements to these where alignment allows.
 var DefaultItemsizes = []uint8{1, 2, 4, 8, 16}
+
+// BoxItemsizes are the element sizes of the default set's box-tile kernels:
+// a box tile moves items of any size, odd ones included, without widening
+// them.
+var BoxItemsizes = []uint8{1, 2, 3, 4, 5, 6, 7, 8, 12, 16}
 
 // DefaultMaxNDim is the largest canonical rank of the default set.
 const DefaultMaxNDim = 6
 
-// DefaultSet returns the signatures package kernels commits, in a fixed
-// order: every class that has a kernel, the itemsizes of DefaultItemsizes,
-// canonical ranks 1–DefaultMaxNDim, both index widths. It is pruned to what
-// the planner (layout.PlanCopy) can emit and to the vector widths that pay:
+// DefaultSet returns the default kernel set, in a fixed order: the
+// signatures CI compiles with NVRTC for every architecture it checks
+// (package kernels commits no source: any signature is rendered on first
+// use). It holds every class that has a kernel, the itemsizes of
+// DefaultItemsizes (BoxItemsizes for box tiles), canonical ranks
+// 1–DefaultMaxNDim, both index widths, pruned to what the planner
+// (layout.PlanCopy) can emit and to the vector widths that pay:
 //
 //   - Vec is 1 or the widest (16/itemsize): the planner picks the widest
 //     vector that extents, strides and alignment allow; the widths in between
-//     (a 4-byte item with only 8-byte alignment, say) are rare and compile at
-//     run time. This halves the set.
-//   - elem: Vec 1 only (the planner widens the element instead of vectorising
-//     an elementwise copy).
-//   - bcast: rank ≥ 2 (a rank-1 broadcast of a stride-0 src is a fill).
+//     (a 4-byte item with only 8-byte alignment, say) are rare.
+//   - elem and btile: Vec 1 only (the planner widens the element instead of
+//     vectorising an elementwise copy; a box tile moves runs in 16-byte
+//     pieces whatever the element).
+//   - tile, bcast, btile: rank ≥ 2 (a rank-1 broadcast of a stride-0 src is
+//     a fill; a rank-1 copy transposes nothing).
 //   - contig: rank 1 (canonical dense copies merge to one dim).
 //   - tile: every src-fastest position 0..nd-2.
-//
-// That is 546 kernels; ranks over 6, odd itemsizes and in-between vector
-// widths are generated and compiled on first use.
 func DefaultSet() []layout.Signature {
 	var out []layout.Signature
 	vecs := func(item uint8) []uint8 {
@@ -42,15 +47,19 @@ func DefaultSet() []layout.Signature {
 			}
 		}
 	}
-	for _, cls := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill} {
+	for _, cls := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile} {
 		for nd := uint8(1); nd <= DefaultMaxNDim; nd++ {
-			if (cls == layout.ClassTile || cls == layout.ClassBroadcast) && nd < 2 {
+			if (cls == layout.ClassTile || cls == layout.ClassBroadcast || cls == layout.ClassBoxTile) && nd < 2 {
 				continue
 			}
+			items := DefaultItemsizes
+			if cls == layout.ClassBoxTile {
+				items = BoxItemsizes
+			}
 			for _, idx := range []bool{false, true} {
-				for _, item := range DefaultItemsizes {
+				for _, item := range items {
 					vs := vecs(item)
-					if cls == layout.ClassElementwise {
+					if cls == layout.ClassElementwise || cls == layout.ClassBoxTile {
 						vs = vs[:1]
 					}
 					for _, v := range vs {

@@ -3,6 +3,7 @@ package gen
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"math/big"
 	"math/rand/v2"
@@ -24,6 +25,8 @@ var goldenSigs = []string{
 	"tile:nd=2,fast=0,item=1,vec=16,idx=64",
 	"bcast:nd=2,item=4,vec=4,idx=32",
 	"fill:nd=2,item=12,vec=1,idx=64",
+	"btile:nd=3,item=4,vec=1,idx=32",
+	"btile:nd=2,item=3,vec=1,idx=64",
 }
 
 func mustSig(t testing.TB, s string) layout.Signature {
@@ -57,53 +60,32 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGolden(t *testing.T) {
-	var sigs []layout.Signature
 	for _, s := range goldenSigs {
 		sig := mustSig(t, s)
-		sigs = append(sigs, sig)
-		src, err := Source(sig)
+		src, err := Source(sig, KnobsFor(sig, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		golden(t, Name(sig)+".cu", []byte(src))
 	}
-	var b bytes.Buffer
-	spec := Spec{Package: "golden", Sigs: sigs, Command: "stridegen -sigfile golden.sigs"}
-	if err := spec.Render(&b); err != nil {
-		t.Fatal(err)
-	}
-	golden(t, "kernels.go.golden", b.Bytes())
 }
 
-// TestDeterministic renders every default signature twice, and the file
-// twice, and wants identical bytes.
+// TestDeterministic renders every default signature twice and wants
+// identical bytes, with a kernel of the right name.
 func TestDeterministic(t *testing.T) {
-	sigs := DefaultSet()
-	for _, sig := range sigs {
-		a, err := Source(sig)
+	for _, sig := range DefaultSet() {
+		k := KnobsFor(sig, 90)
+		a, err := Source(sig, k)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := Source(sig)
+		b, _ := Source(sig, k)
 		if a != b {
 			t.Fatalf("%v: two renderings differ", sig)
 		}
 		if !strings.Contains(a, `extern "C" __global__ void __launch_bounds__(`) || !strings.Contains(a, Name(sig)+"(") {
 			t.Fatalf("%v: no kernel %s in the source", sig, Name(sig))
 		}
-	}
-	var x, y bytes.Buffer
-	if err := (&Spec{Package: "p", Sigs: sigs[:40]}).Render(&x); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&Spec{Package: "p", Sigs: sigs[:40]}).Render(&y); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(x.Bytes(), y.Bytes()) {
-		t.Fatal("two renderings of one Spec differ")
-	}
-	if !bytes.HasPrefix(x.Bytes(), []byte("// "+Header+"\n")) {
-		t.Fatalf("no header: %.80s", x.String())
 	}
 }
 
@@ -117,9 +99,6 @@ func TestNames(t *testing.T) {
 			t.Errorf("Name(%s) = %s, want %s", s, got, want)
 		}
 	}
-	if camel("sk_tile_nd3_f0_i4_v4_i32") != "SkTileNd3F0I4V4I32" {
-		t.Error(camel("sk_tile_nd3_f0_i4_v4_i32"))
-	}
 }
 
 func TestCheckRejects(t *testing.T) {
@@ -128,13 +107,12 @@ func TestCheckRejects(t *testing.T) {
 		{Class: layout.ClassContiguous, NDim: 2, Itemsize: 4, Vec: 1},
 		{Class: layout.ClassElementwise, NDim: MaxNDim + 1, Itemsize: 4, Vec: 1},
 		{Class: layout.ClassTile, NDim: 2, Fast: 1, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassBoxTile, NDim: layout.MaxBoxNDim + 1, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassBoxTile, NDim: 2, Itemsize: 4, Vec: 2},
 	} {
 		if err := Check(sig); err == nil {
 			t.Errorf("Check(%+v) = nil", sig)
 		}
-	}
-	if err := (&Spec{Package: "p", Sigs: []layout.Signature{{Class: layout.ClassNone}}}).Render(new(bytes.Buffer)); err == nil {
-		t.Error("Render accepted a class without kernel")
 	}
 }
 
@@ -195,19 +173,88 @@ func TestPackLayout(t *testing.T) {
 	sig := mustSig(t, "tile:nd=3,fast=1,item=4,vec=4,idx=32")
 	p := &layout.Plan{Sig: sig, Shape: []int64{5, 256, 128}, DstStrides: []int64{256 * 128, 128, 1},
 		SrcStrides: []int64{256 * 128, 1, 256}, Volume: 5 * 256 * 128}
-	buf := make([]byte, ArgsSize(3))
-	grid, block, err := Pack(sig, p, 132, buf)
+	buf := make([]byte, ArgsSize(sig))
+	l, err := Pack(sig, KnobsFor(sig, 0), p, 132, buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	le := binary.LittleEndian
-	if n := le.Uint64(buf); n != 5*4*2 || grid[0] != 40 || block[0] != 256 {
-		t.Fatalf("ntiles %d grid %v block %v", n, grid, block)
+	if n := le.Uint64(buf); n != 5*4*2 || l.Grid.X != 40 || l.Block.X != 256 {
+		t.Fatalf("ntiles %d launch %+v", n, l)
 	}
 	if got := int64(le.Uint64(buf[32+8*1:])); got != 256 {
 		t.Fatalf("shape[1] = %d", got)
 	}
-	if _, _, err := Pack(mustSig(t, "tile:nd=3,fast=0,item=4,vec=4,idx=32"), p, 132, buf); err == nil {
+	if _, err := Pack(mustSig(t, "tile:nd=3,fast=0,item=4,vec=4,idx=32"), KnobsFor(sig, 0), p, 132, buf); err == nil {
 		t.Fatal("Pack accepted a plan of another signature")
+	}
+}
+
+// TestPackAllocs: packing an argument block allocates nothing (it is on
+// the path of every launch).
+func TestPackAllocs(t *testing.T) {
+	dst, _ := layout.Dense([]int64{301, 299, 7}, 4, layout.C)
+	src, _ := layout.Dense([]int64{301, 299, 7}, 4, layout.Perm(2, 1, 0))
+	for _, pr := range [][2]layout.Layout{{dst, src}, {dst, dst}} {
+		p, err := layout.PlanCopy(pr[0], pr[1], layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Sig.Class == layout.ClassMemcpy {
+			p.Sig.Class = layout.ClassContiguous
+		}
+		k := KnobsFor(p.Sig, 90)
+		buf := make([]byte, 4096)
+		if a := testing.AllocsPerRun(100, func() {
+			if _, err := Pack(p.Sig, k, &p, 132, buf); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("Pack(%v) allocates %v times", p.Sig, a)
+		}
+	}
+}
+
+// TestKnobsTable parses the embedded table and checks its lookups: the
+// heuristic for unknown GPUs, specific entries over general ones, and
+// Override.
+func TestKnobsTable(t *testing.T) {
+	if _, err := ParseTuning("tuning.txt", strings.NewReader(TuningTable())); err != nil {
+		t.Fatal(err)
+	}
+	tile16 := mustSig(t, "tile:nd=2,fast=0,item=1,vec=16,idx=32")
+	tile8 := mustSig(t, "tile:nd=2,fast=0,item=2,vec=8,idx=32")
+	if k := KnobsFor(tile16, 0); k.Threads != 256 || !k.WordCols {
+		t.Errorf("tile vec=16: %+v", k)
+	}
+	if k := KnobsFor(tile8, 75); k.Threads != 128 || !k.WordCols {
+		t.Errorf("tile vec=8: %+v", k)
+	}
+	for _, sig := range DefaultSet() {
+		if err := CheckKnobs(sig, KnobsFor(sig, 90)); err != nil {
+			t.Error(err)
+		}
+	}
+	k := KnobsFor(tile16, 90)
+	k.Threads = 128
+	if err := Override(tile16, 90, k); err != nil {
+		t.Fatal(err)
+	}
+	if got := KnobsFor(tile16, 90); got.Threads != 128 {
+		t.Errorf("override ignored: %+v", got)
+	}
+	ClearOverrides()
+	if got := KnobsFor(tile16, 90); got.Threads != 256 {
+		t.Errorf("override not cleared: %+v", got)
+	}
+	k.Threads = 100
+	if err := Override(tile16, 90, k); err == nil {
+		t.Error("Override accepted 100 threads")
+	}
+	for _, bad := range []string{"sm_90 tile", "sm_x tile * * threads=1", "any memcpy * * threads=32", "any tile 0 * threads=32",
+		"any tile * * threads", "any tile * * speed=3"} {
+		if _, err := ParseTuning("bad.txt", strings.NewReader(bad)); !errors.Is(err, ErrTuning) {
+			t.Errorf("ParseTuning(%q): %v", bad, err)
+		}
 	}
 }

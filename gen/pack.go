@@ -6,23 +6,29 @@ import (
 	"fmt"
 
 	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
 // ErrPlan reports a plan a kernel cannot run: its signature differs from the
 // kernel's, or its slices disagree with its rank.
 var ErrPlan = errors.New("gen: plan does not fit the kernel")
 
-// Dim3 is a grid or block size, x, y, z.
-type Dim3 [3]uint32
+// Launch is what a kernel launch needs besides its function and pointers:
+// the grid, the block and the bytes of dynamic shared memory.
+type Launch struct {
+	Grid, Block cuda.Dim3
+	Shared      int
+}
 
-// Pack is the generic launcher's half of a launch: it writes into buf (at
-// least ArgsSize(nd) bytes) the argument block that a kernel of sig takes for
-// plan p, and returns the grid and block to launch it with. smCount is the
-// number of multiprocessors of the device (it sizes the contiguous kernel's
-// looping grid). The generated launch stubs compute the same bytes and sizes
-// with code specialised to their signature; a test checks they agree.
+// Pack writes into buf (at least ArgsSize(sig) bytes) the argument block
+// that sig's kernel, built with knobs k, takes for plan p, and returns how to
+// launch it. smCount is the number of multiprocessors of the device (it
+// sizes the looping grids). It allocates nothing.
 //
-// The argument block is, in order (little-endian, C alignment):
+// The kernel's parameters are (dst, src, A): the views' lowest bytes moved
+// by p.DstOffset and p.SrcOffset, and the argument block, which for every
+// class but ClassBoxTile (see boxtile.go) is, in order (little-endian, C
+// alignment):
 //
 //	int64  n[4]        class-specific counts (see below)
 //	int64  shape[nd]   extents, in kernel elements
@@ -31,54 +37,55 @@ type Dim3 [3]uint32
 //	int64  div[nd]     divisors the kernel unravels a linear index by
 //	uint64 mul[nd]     fast-division multipliers of div (Magic32 or Magic64)
 //	uint32 shr[nd]     fast-division shifts of div
-//
-// The kernel's other two parameters are the dst and src pointers, already
-// moved by p.DstOffset and p.SrcOffset.
-func Pack(sig layout.Signature, p *layout.Plan, smCount int, buf []byte) (grid, block Dim3, err error) {
+func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte) (Launch, error) {
 	nd := int(sig.NDim)
-	if p.Sig != sig || len(p.Shape) != nd || len(p.DstStrides) != nd || len(p.SrcStrides) != nd {
-		return grid, block, fmt.Errorf("%w: plan %v (rank %d) for kernel %v", ErrPlan, p.Sig, len(p.Shape), sig)
+	if p.Sig != sig || len(p.Shape) != nd || len(p.DstStrides) != nd || len(p.SrcStrides) != nd || nd > MaxNDim {
+		return Launch{}, fmt.Errorf("%w: plan %v (rank %d) for kernel %v", ErrPlan, p.Sig, len(p.Shape), sig)
 	}
-	if len(buf) < ArgsSize(nd) {
-		return grid, block, fmt.Errorf("gen: argument buffer of %d bytes, need %d", len(buf), ArgsSize(nd))
+	if len(buf) < ArgsSize(sig) {
+		return Launch{}, fmt.Errorf("gen: argument buffer of %d bytes, need %d", len(buf), ArgsSize(sig))
 	}
-	clear(buf[:ArgsSize(nd)])
+	if sig.Class == layout.ClassBoxTile {
+		return packBoxTile(sig, k, p, smCount, buf)
+	}
+	clear(buf[:ArgsSize(sig)])
 	var n [4]int64
-	div := make([]int64, nd)
-	copy(div, p.Shape)
+	var div [MaxNDim]int64
+	copy(div[:], p.Shape)
 	vec := int64(sig.Vec)
+	var l Launch
 	switch sig.Class {
 	case layout.ClassContiguous:
 		n[0] = p.Volume / vec
-		per := int64(ContigThreads * ContigUnroll)
-		g := max(1, min(ceilDiv(n[0], per), int64(max(smCount, 1)*ContigBlocksPerSM)))
-		grid, block = Dim3{uint32(g), 1, 1}, Dim3{ContigThreads, 1, 1}
+		per := int64(k.Threads * k.Unroll)
+		g := max(1, min(ceilDiv(n[0], per), int64(max(smCount, 1)*k.BlocksPerSM)))
+		l.Grid, l.Block = cuda.Dim3{X: uint32(g), Y: 1, Z: 1}, cuda.Dim3{X: uint32(k.Threads), Y: 1, Z: 1}
 	case layout.ClassElementwise, layout.ClassBroadcast, layout.ClassFill:
 		inner := p.Shape[nd-1] / vec
 		rows := int64(1)
 		for _, e := range p.Shape[:nd-1] {
 			rows *= e
 		}
-		x := ColsPerThread(sig.Class, nd)
-		bx := rowsBlockX(inner, x)
-		by := RowsThreads / bx
-		rb := ceilDiv(rows, by*int64(RowsPerThread(sig.Class, nd)))
+		x := colsPerThread(sig)
+		bx := rowsBlockX(inner, x, k.Threads)
+		by := int64(k.Threads) / bx
+		rb := ceilDiv(rows, by*int64(rowsPerThread(sig, k)))
 		n = [4]int64{inner, rows, rb, 0}
 		div[nd-1] = inner
-		grid = Dim3{uint32(ceilDiv(inner, bx*int64(x))), uint32(min(rb, MaxGridY)), 1}
-		block = Dim3{uint32(bx), uint32(by), 1}
+		l.Grid = cuda.Dim3{X: uint32(ceilDiv(inner, bx*int64(x))), Y: uint32(min(rb, MaxGridY)), Z: 1}
+		l.Block = cuda.Dim3{X: uint32(bx), Y: uint32(by), Z: 1}
 	case layout.ClassTile:
-		tc := DefaultTile(sig)
+		tc := tileConfig(sig, k)
 		div[nd-1] = ceilDiv(p.Shape[nd-1], int64(tc.Rows))
 		div[sig.Fast] = ceilDiv(p.Shape[sig.Fast], int64(tc.Cols))
 		t := int64(1)
-		for _, d := range div {
+		for _, d := range div[:nd] {
 			t *= d
 		}
 		n[0] = t
-		grid, block = Dim3{uint32(min(t, MaxGridX)), 1, 1}, Dim3{uint32(tc.Threads), 1, 1}
+		l.Grid, l.Block = cuda.Dim3{X: uint32(min(t, MaxGridX)), Y: 1, Z: 1}, cuda.Dim3{X: uint32(tc.Threads), Y: 1, Z: 1}
 	default:
-		return grid, block, fmt.Errorf("%w: class %v has no kernel", ErrPlan, sig.Class)
+		return Launch{}, fmt.Errorf("%w: class %v has no kernel", ErrPlan, sig.Class)
 	}
 	le := binary.LittleEndian
 	o := 0
@@ -86,20 +93,20 @@ func Pack(sig layout.Signature, p *layout.Plan, smCount int, buf []byte) (grid, 
 	for _, v := range n {
 		put(uint64(v))
 	}
-	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, div} {
+	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, div[:nd]} {
 		for _, v := range a {
 			put(uint64(v))
 		}
 	}
-	shr := make([]uint32, nd)
-	for k, d := range div {
+	var shr [MaxNDim]uint32
+	for k, d := range div[:nd] {
 		var m uint64
 		m, shr[k] = Magic(sig, uint64(d))
 		put(m)
 	}
-	for _, s := range shr {
+	for _, s := range shr[:nd] {
 		le.PutUint32(buf[o:], s)
 		o += 4
 	}
-	return grid, block, nil
+	return l, nil
 }

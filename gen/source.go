@@ -11,7 +11,7 @@ import (
 )
 
 // kernelData is what a template sees: the signature spelled out as the
-// numbers and names the CUDA source needs.
+// numbers and names the CUDA source needs, and the knobs it is built with.
 type kernelData struct {
 	Sig     layout.Signature
 	Name    string // extern "C" kernel name
@@ -24,18 +24,54 @@ type kernelData struct {
 	VB      int    // vector bytes, S·Vec
 	Align   int    // alignment of a vector: largest power of two dividing VB, ≤ 16
 	Words   bool   // VB is a multiple of 4: vectors are arrays of 32-bit words
-	G       int    // tile: bytes per register-transpose step, gcd(S, 4)
+	G       int    // tile, btile: bytes per granule (register-transpose step, scalar access), gcd(S, 4)
 	Idx     string // signed index type
 	UIdx    string // unsigned index type
 	HasSrc  bool   // the kernel reads src per element (not fill)
+	NT      int    // threads per block (tile, btile)
 
 	// ClassTile
-	TR, TC, NT, SWM int
-	WordCols        bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
+	TR, TC, SWM int
+	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	// rows kernels (elem, bcast, fill)
 	R, XU, RowsThreads int
 	// ClassContiguous
 	ContigThreads, ContigUnroll int
+	// ClassBoxTile
+	Pow2   bool         // S is a power of two: one gather case
+	Gather []gatherCase // the store phase's granule maps, by the piece's start within an element
+}
+
+// gatherCase is how the store phase of the box-tile kernel fills a 16-byte
+// piece of a dst run whose first byte is byte Case·G of an element: for
+// each granule, the element (from the piece's first) and the byte within it
+// to read, and where the granule goes in the piece.
+type gatherCase struct {
+	Case     int
+	Granules []gatherGranule
+}
+
+type gatherGranule struct {
+	Elem, Byte  int // element after the piece's first, byte in it
+	Word, Shift int // destination word of the piece, bit shift in it
+}
+
+// gatherCases returns the granule maps of the box-tile store phase for
+// elements of s bytes and granules of g bytes.
+func gatherCases(s, g int) []gatherCase {
+	n := s / g
+	if s&(s-1) == 0 {
+		n = 1 // the piece always starts at an element (its address is s-aligned)
+	}
+	cs := make([]gatherCase, n)
+	for c := range cs {
+		cs[c].Case = c
+		for b := 0; b < 16; b += g {
+			pos := c*g + b
+			cs[c].Granules = append(cs[c].Granules, gatherGranule{Elem: pos / s, Byte: pos % s, Word: b / 4, Shift: 8 * (b % 4)})
+		}
+	}
+	return cs
 }
 
 var (
@@ -63,20 +99,22 @@ func templateFor(c layout.Class) string {
 		return "bcast.cu.tmpl"
 	case layout.ClassFill:
 		return "fill.cu.tmpl"
+	case layout.ClassBoxTile:
+		return "btile.cu.tmpl"
 	}
 	return ""
 }
 
-func dataFor(sig layout.Signature) kernelData {
+func dataFor(sig layout.Signature, k Knobs) kernelData {
 	s, v := int(sig.Itemsize), int(sig.Vec)
 	vb := s * v
 	d := kernelData{
 		Sig: sig, Name: Name(sig), Version: FormatVersion,
 		ND: int(sig.NDim), Fast: int(sig.Fast), S: s, Vec: v, VB: vb,
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
-		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill,
-		R: RowsPerThread(sig.Class, int(sig.NDim)), XU: ColsPerThread(sig.Class, int(sig.NDim)), RowsThreads: RowsThreads,
-		ContigThreads: ContigThreads, ContigUnroll: ContigUnroll,
+		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill, NT: k.Threads,
+		R: rowsPerThread(sig, k), XU: colsPerThread(sig), RowsThreads: k.Threads,
+		ContigThreads: k.Threads, ContigUnroll: k.Unroll,
 	}
 	d.NS = "ns_" + d.Name
 	d.Align = min(d.Align, 16)
@@ -84,25 +122,32 @@ func dataFor(sig layout.Signature) kernelData {
 	if sig.Index64 {
 		d.Idx, d.UIdx = "long long", "unsigned long long"
 	}
-	if sig.Class == layout.ClassTile {
-		tc := DefaultTile(sig)
+	switch sig.Class {
+	case layout.ClassTile:
+		tc := tileConfig(sig, k)
 		d.TR, d.TC, d.NT = tc.Rows, tc.Cols, tc.Threads
-		d.WordCols = wordCols(sig, tc)
+		d.WordCols = tc.WordCols
 		d.SWM = 0
 		if vb&(vb-1) == 0 {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1
 		}
+	case layout.ClassBoxTile:
+		d.Pow2 = s&(s-1) == 0
+		d.Gather = gatherCases(s, d.G)
 	}
 	return d
 }
 
-// Source returns the CUDA C source of the kernel for sig: one extern "C"
-// kernel named Name(sig), its types in a namespace of their own and the
-// shared helpers under an include guard, so sources of several kernels can
-// be concatenated into one translation unit. The same signature always gives
-// byte-identical source.
-func Source(sig layout.Signature) (string, error) {
+// Source returns the CUDA C source of the kernel for sig built with knobs
+// k (KnobsFor): one extern "C" kernel named Name(sig), its types in a
+// namespace of their own and the shared helpers under an include guard, so
+// sources of several kernels can be concatenated into one translation unit.
+// The same signature and knobs always give byte-identical source.
+func Source(sig layout.Signature, k Knobs) (string, error) {
 	if err := Check(sig); err != nil {
+		return "", err
+	}
+	if err := CheckKnobs(sig, k); err != nil {
 		return "", err
 	}
 	t, err := parsed()
@@ -110,7 +155,7 @@ func Source(sig layout.Signature) (string, error) {
 		return "", fmt.Errorf("gen: parsing templates: %w", err)
 	}
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, templateFor(sig.Class), dataFor(sig)); err != nil {
+	if err := t.ExecuteTemplate(&b, templateFor(sig.Class), dataFor(sig, k)); err != nil {
 		return "", fmt.Errorf("gen: rendering %v: %w", sig, err)
 	}
 	return b.String(), nil

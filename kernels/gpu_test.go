@@ -12,30 +12,11 @@ import (
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
-	"github.com/stridekit/stridekit/runtime/jit"
 )
 
-var fnCache = jit.NewCache()
-
-// launch plans nothing: it runs plan p with For(p.Sig) on the buffers.
+// launch runs plan p on the buffers through the one dispatch path.
 func launch(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
-	k, err := For(p.Sig)
-	if err != nil {
-		return err
-	}
-	fn, err := fnCache.Function(dev, k.Source, k.Name, jit.Options{}, k.Cubin)
-	if err != nil {
-		return err
-	}
-	return k.Launch(fn, st, dst, src, p)
-}
-
-func ptrAlign(p cuda.DevicePtr) int {
-	a := 1
-	for a < 256 && uintptr(p)%uintptr(2*a) == 0 {
-		a *= 2
-	}
-	return a
+	return Launch(dev, st, dst, src, p)
 }
 
 // stridesFor returns strides for shape, dense in order (order[0] slowest)
@@ -182,7 +163,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 		return layout.Signature{}, err
 	}
 	dptr, sptr := db.Ptr()+cuda.DevicePtr(c.padD), sb.Ptr()+cuda.DevicePtr(c.padS)
-	p, err := layout.PlanCopy(c.dl, c.sl, layout.PlanOptions{DstAlign: ptrAlign(dptr), SrcAlign: ptrAlign(sptr)})
+	p, err := layout.PlanCopy(c.dl, c.sl, PlanOptions(dev, dptr, sptr, c.dl.Itemsize()))
 	if err != nil {
 		return layout.Signature{}, err
 	}

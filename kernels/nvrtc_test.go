@@ -18,7 +18,7 @@ import (
 // randomSigs returns n valid signatures of every class with a kernel, ranks
 // up to 10, itemsizes 1–16 (odd ones included) and every valid Vec.
 func randomSigs(r *rand.Rand, n int) []layout.Signature {
-	classes := []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill}
+	classes := []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
 	var out []layout.Signature
 	for len(out) < n {
 		s := layout.Signature{Class: classes[r.IntN(len(classes))], Itemsize: uint8(1 + r.IntN(16)), Index64: r.IntN(2) == 0}
@@ -35,6 +35,9 @@ func randomSigs(r *rand.Rand, n int) []layout.Signature {
 			vs = append(vs, uint8(v))
 		}
 		s.Vec = vs[r.IntN(len(vs))]
+		if s.Class == layout.ClassBoxTile {
+			s.Vec = 1
+		}
 		if gen.Check(s) == nil {
 			out = append(out, s)
 		}
@@ -45,11 +48,13 @@ func randomSigs(r *rand.Rand, n int) []layout.Signature {
 // compileBatches compiles sigs for arch in translation units of batch
 // kernels each, returning the first failure or warning.
 func compileBatches(sigs []layout.Signature, arch string, batch int) error {
+	var archNum int
+	fmt.Sscanf(arch, "sm_%d", &archNum)
 	for i := 0; i < len(sigs); i += batch {
 		var b strings.Builder
 		var names []string
 		for _, s := range sigs[i:min(i+batch, len(sigs))] {
-			src, err := gen.Source(s)
+			src, err := gen.Source(s, gen.KnobsFor(s, archNum))
 			if err != nil {
 				return err
 			}

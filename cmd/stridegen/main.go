@@ -10,7 +10,7 @@
 //
 //	class:nd=N[,fast=F],item=I[,vec=V][,idx=32|64]
 //
-// class is contig, elem, tile, bcast or fill; nd the canonical rank; fast,
+// class is contig, elem, tile, btile, bcast or fill; nd the canonical rank; fast,
 // for tile, src's fastest dim; item the element size in bytes (1–16); vec the
 // elements per vector access (a power of two, vec·item ≤ 16, default 1); idx
 // the index width (default 32).
@@ -58,6 +58,7 @@ import (
 	"strings"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/gen/writer"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/jit"
 )
@@ -156,7 +157,7 @@ func main() {
 	if name == "" {
 		name = packageName(*output)
 	}
-	spec := gen.Spec{Package: name, Sigs: all, Command: "stridegen " + strings.Join(os.Args[1:], " ")}
+	spec := writer.Spec{Package: name, Sigs: all, Command: "stridegen " + strings.Join(os.Args[1:], " ")}
 	if len(targets) > 0 {
 		cub, err := compileAll(all, targets)
 		if err != nil {
@@ -203,7 +204,7 @@ func packageName(output string) string {
 func compileAll(sigs []layout.Signature, targets []int) (map[layout.Signature]map[string][]byte, error) {
 	out := map[layout.Signature]map[string][]byte{}
 	for _, sig := range sigs {
-		src, err := gen.Source(sig)
+		src, err := writer.Source(sig)
 		if err != nil {
 			return nil, err
 		}

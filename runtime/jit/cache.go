@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/singleflight"
 
@@ -12,8 +13,9 @@ import (
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
-// ErrNoKernel is returned by Cache.Kernel for a signature nothing registered.
-var ErrNoKernel = errors.New("jit: no kernel registered")
+// ErrNoKernel is returned by For and Cache.Kernel for a signature no kernel
+// exists for.
+var ErrNoKernel = errors.New("jit: no kernel")
 
 // Cache holds loaded kernels per device context, safe for concurrent use;
 // concurrent requests for one kernel load (and compile) it once. The zero
@@ -22,9 +24,11 @@ type Cache struct {
 	mu      sync.RWMutex
 	funcs   map[funcKey]cuda.Function
 	modules []*cuda.Module
-	sigs    sync.Map // sigKey → sigEntry: the lock-free fast path of Kernel
 	flight  singleflight.Group
 	closed  bool
+	// sigs is the lock-free fast path of Kernel: an immutable map,
+	// replaced whole (copy on write) when a kernel is added.
+	sigs atomic.Pointer[map[sigKey]*sigEntry]
 }
 
 type funcKey struct {
@@ -53,7 +57,12 @@ var Default = NewCache()
 // loaded before; else from aot["sm_XX"] for the device's architecture when
 // present and loadable; else compiled (CompileCached, so the disk cache
 // applies) for opts.Arch, or the device's architecture when that is 0.
-func (c *Cache) Function(dev *cuda.Device, source, name string, opts Options, aot map[string][]byte) (cuda.Function, error) {
+// params is the kernel's parameter layout (cuda.Module.FunctionWithParams);
+// nil asks the driver (cuda.Module.Function).
+func (c *Cache) Function(dev *cuda.Device, source, name string, params []cuda.Param, opts Options, aot map[string][]byte) (cuda.Function, error) {
+	if dev == nil {
+		return cuda.Function{}, fmt.Errorf("jit: Cache.Function(%s) on a nil device: %w", name, cuda.ErrInvalidValue)
+	}
 	if opts.Arch == 0 {
 		opts.Arch = dev.Arch()
 	}
@@ -77,7 +86,7 @@ func (c *Cache) Function(dev *cuda.Device, source, name string, opts Options, ao
 		if ok {
 			return fn, nil
 		}
-		fn, m, err := load(dev, source, name, opts, aot)
+		fn, m, err := load(dev, source, name, params, opts, aot)
 		if err != nil {
 			return cuda.Function{}, err
 		}
@@ -94,11 +103,18 @@ func (c *Cache) Function(dev *cuda.Device, source, name string, opts Options, ao
 	return v.(cuda.Function), err
 }
 
-func load(dev *cuda.Device, source, name string, opts Options, aot map[string][]byte) (cuda.Function, *cuda.Module, error) {
+func function(m *cuda.Module, name string, params []cuda.Param) (cuda.Function, error) {
+	if params != nil {
+		return m.FunctionWithParams(name, params)
+	}
+	return m.Function(name)
+}
+
+func load(dev *cuda.Device, source, name string, params []cuda.Param, opts Options, aot map[string][]byte) (cuda.Function, *cuda.Module, error) {
 	if img := aot["sm_"+strconv.Itoa(dev.Arch())]; len(img) > 0 {
 		if m, err := dev.LoadModule(img); err == nil {
 			stats.loads.Add(1)
-			if fn, err := m.Function(name); err == nil {
+			if fn, err := function(m, name, params); err == nil {
 				return fn, m, nil
 			}
 			m.Close()
@@ -116,7 +132,7 @@ func load(dev *cuda.Device, source, name string, opts Options, aot map[string][]
 		return cuda.Function{}, nil, fmt.Errorf("jit: load %s (%s): %w", name, targetOption(img.Arch, img.PTX), err)
 	}
 	stats.loads.Add(1)
-	fn, err := m.Function(name)
+	fn, err := function(m, name, params)
 	if err != nil {
 		m.Close()
 		return cuda.Function{}, nil, err
@@ -124,23 +140,41 @@ func load(dev *cuda.Device, source, name string, opts Options, aot map[string][]
 	return fn, m, nil
 }
 
-// Kernel returns the kernel registered for sig and its function loaded on
-// dev. A hit costs one lock-free map lookup.
+// Kernel returns the kernel for sig on dev (For: the registered one, else
+// one rendered at run time with dev's tuning) and its function loaded on
+// dev. A hit costs one lock-free map lookup and allocates nothing.
 func (c *Cache) Kernel(dev *cuda.Device, sig layout.Signature) (cuda.Function, Kernel, error) {
-	if v, ok := c.sigs.Load(sigKey{dev, sig}); ok {
-		stats.memHits.Add(1)
-		e := v.(*sigEntry)
-		return e.fn, e.k, nil
+	if m := c.sigs.Load(); m != nil {
+		if e, ok := (*m)[sigKey{dev, sig}]; ok {
+			stats.memHits.Add(1)
+			return e.fn, e.k, nil
+		}
 	}
-	k, ok := Lookup(sig)
-	if !ok {
-		return cuda.Function{}, Kernel{}, fmt.Errorf("%w for %v", ErrNoKernel, sig)
+	if dev == nil {
+		return cuda.Function{}, Kernel{}, fmt.Errorf("jit: Cache.Kernel(%v) on a nil device: %w", sig, cuda.ErrInvalidValue)
 	}
-	fn, err := c.Function(dev, k.Source, k.Name, Options{}, k.Cubin)
+	k, err := For(sig, dev.Arch())
 	if err != nil {
 		return cuda.Function{}, Kernel{}, err
 	}
-	c.sigs.Store(sigKey{dev, sig}, &sigEntry{fn, k})
+	fn, err := c.Function(dev, k.Source, k.Name, k.params(), Options{}, k.Cubin)
+	if err != nil {
+		return cuda.Function{}, Kernel{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return cuda.Function{}, Kernel{}, cuda.ErrClosed
+	}
+	old := c.sigs.Load()
+	m := make(map[sigKey]*sigEntry, 1)
+	if old != nil {
+		for key, e := range *old {
+			m[key] = e
+		}
+	}
+	m[sigKey{dev, sig}] = &sigEntry{fn, k}
+	c.sigs.Store(&m)
 	return fn, k, nil
 }
 
@@ -158,6 +192,6 @@ func (c *Cache) Close() error {
 		errs = append(errs, m.Close())
 	}
 	c.modules, c.funcs = nil, nil
-	c.sigs.Clear()
+	c.sigs.Store(nil)
 	return errors.Join(errs...)
 }

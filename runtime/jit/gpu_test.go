@@ -15,6 +15,9 @@ import (
 
 var testSig = layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: 4, Vec: 1}
 
+// copy2dParams is the parameter layout of copyKernel.
+var copy2dParams = cuda.ParamsOf(8, 8, 4, 4, 8, 8)
+
 func launchCopy2d(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
 	rows, cols := int32(p.Shape[0]), int32(p.Shape[1])
 	ds, ss := p.DstStrides[0], p.SrcStrides[0]
@@ -24,7 +27,7 @@ func launchCopy2d(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr
 }
 
 func TestRegistry(t *testing.T) {
-	k := Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d}
+	k := Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d}
 	Register(k)
 	got, ok := Lookup(testSig)
 	if !ok || got.Name != "copy2d" {
@@ -55,7 +58,7 @@ func TestCacheOnGPU(t *testing.T) {
 	d := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
 	useCacheDir(t)
-	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d})
 	c := NewCache()
 	defer c.Close()
 	s0 := ReadStats()
@@ -89,14 +92,14 @@ func TestCacheOnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3 := ReadStats()
-	if _, err := NewCache().Function(d, copyKernel, "copy2d", Options{}, map[string][]byte{img.targetName(): img.Data}); err != nil {
+	if _, err := NewCache().Function(d, copyKernel, "copy2d", copy2dParams, Options{}, map[string][]byte{img.targetName(): img.Data}); err != nil {
 		t.Fatal(err)
 	}
 	if s4 := ReadStats(); !img.PTX && s4.Compiles != s3.Compiles {
 		t.Errorf("AOT image compiled anyway")
 	}
-	if _, _, err := c.Kernel(d, layout.Signature{Class: layout.ClassTile, NDim: 5, Itemsize: 4, Vec: 1}); !errors.Is(err, ErrNoKernel) {
-		t.Errorf("unregistered: %v", err)
+	if _, _, err := c.Kernel(d, layout.Signature{Class: layout.ClassMemcpy, NDim: 1, Itemsize: 4, Vec: 1}); !errors.Is(err, ErrNoKernel) {
+		t.Errorf("memcpy has no kernel: %v", err)
 	}
 
 	// Launch: copy a 37×50 window of a 37×64 matrix into a dense 37×50 one.
@@ -137,7 +140,7 @@ func (img Image) targetName() string { return targetOption(img.Arch, img.PTX) }
 func BenchmarkMemoryHit(b *testing.B) {
 	d := testenv.NeedGPU(b)
 	testenv.NeedNVRTC(b)
-	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Launch: launchCopy2d})
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d})
 	c := NewCache()
 	defer c.Close()
 	if _, _, err := c.Kernel(d, testSig); err != nil {
@@ -158,12 +161,12 @@ func BenchmarkMemoryHitBySource(b *testing.B) {
 	testenv.NeedNVRTC(b)
 	c := NewCache()
 	defer c.Close()
-	if _, err := c.Function(d, copyKernel, "copy2d", Options{}, nil); err != nil {
+	if _, err := c.Function(d, copyKernel, "copy2d", copy2dParams, Options{}, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Function(d, copyKernel, "copy2d", Options{}, nil); err != nil {
+		if _, err := c.Function(d, copyKernel, "copy2d", copy2dParams, Options{}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,6 @@
-// Package jit compiles stridekit's CUDA C kernels with NVRTC and caches
-// them: in memory per device context (Cache), and on disk across processes
-// (CompileCached), as DESIGN.md decision 5 describes.
+// Package jit compiles stridekit's CUDA C kernels with NVRTC, finds the
+// kernel of any signature, and caches kernels: in memory per device context
+// (Cache), and on disk across processes (CompileCached).
 //
 // Two layers, so that the first runs where there is no GPU (CI):
 //
@@ -12,6 +12,16 @@
 //     architecture when the kernel carries one, else compiling through
 //     CompileCached. It needs a GPU.
 //
+// # Finding kernels
+//
+// For is the one place that says which kernel serves a signature: the one
+// registered for it (Register, called from the init functions stridegen
+// writes) if any, else one rendered now by package gen with the device's
+// tuning (gen.KnobsFor) and launched by Launch. Cache.Kernel goes through
+// For, so what exists does not depend on which packages a program imports.
+// Kernel parameters are known from the generator (dst, src, argument block),
+// so loading a kernel never probes the driver for them.
+//
 // # Disk cache
 //
 // The directory is $STRIDEKIT_CACHE_DIR, else $XDG_CACHE_HOME/stridekit,
@@ -21,14 +31,12 @@
 // sha256, so a truncated, corrupted or foreign file is detected, recompiled
 // and replaced, never loaded. Entries are written to a temporary file and
 // renamed into place, so processes compiling the same kernel at once all
-// succeed and readers never see half a file. A directory that cannot be
-// written is reported once (log) and the cache keeps working from memory.
-//
-// # Registry
-//
-// Generated code registers each kernel (Register) from init; the runtime
-// finds it by layout.Signature (Lookup) and gets a loaded function from a
-// Cache (Cache.Kernel).
+// succeed and readers never see half a file. A directory where an entry
+// cannot be written (it cannot be created, is read-only or full) turns the
+// disk cache off for itself for the rest of the process: compiles go on
+// from NVRTC and the memory caches, CacheDir reports the cache off, and
+// CacheStatus returns the error (matching ErrCacheUnusable). The package
+// writes no log.
 package jit
 
 import (

@@ -5,22 +5,38 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
 // LaunchFunc launches a kernel loaded from a Kernel's source on stream,
-// copying src to dst as plan p says. Generated stubs implement it.
+// copying src to dst as plan p says; dst and src are the views' lowest
+// bytes. Generated stubs implement it with Launch.
 type LaunchFunc func(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error
 
-// Kernel is a generated kernel: the signature it serves, its CUDA C source,
-// optional ahead-of-time CUBIN images, and its launch stub.
+// Kernel is a copy kernel: the signature it serves, its CUDA C source and
+// the knobs it was rendered with, optional ahead-of-time CUBIN images, and
+// its launch stub.
 type Kernel struct {
 	Sig    layout.Signature
 	Name   string            // kernel function name in Source (extern "C")
 	Source string            // complete CUDA C source
 	Cubin  map[string][]byte // optional AOT images by arch, e.g. "sm_90"
+	// Knobs are the launch parameters Source was rendered with.
+	Knobs gen.Knobs
+	// Params is the kernel's parameter layout; nil means that of every
+	// generated kernel: (dst, src, argument block of gen.ArgsSize(Sig)).
+	Params []cuda.Param
 	Launch LaunchFunc
+}
+
+// params returns k's parameter layout.
+func (k *Kernel) params() []cuda.Param {
+	if k.Params != nil {
+		return k.Params
+	}
+	return cuda.ParamsOf(8, 8, gen.ArgsSize(k.Sig))
 }
 
 var registry struct {
@@ -28,11 +44,11 @@ var registry struct {
 	m  map[layout.Signature]Kernel
 }
 
-// Register adds k to the registry, for Lookup and Cache.Kernel. It is safe
-// to call from init and concurrently. A later registration of the same
+// Register adds k to the registry, for Lookup, For and Cache.Kernel. It is
+// safe to call from init and concurrently. A later registration of the same
 // signature replaces the earlier one: package init order runs importers
-// after what they import, so a downstream package's kernels override
-// stridekit's defaults. Register panics on a kernel no one could use (an
+// after what they import, so a downstream package's kernels override any
+// registered before. Register panics on a kernel no one could use (an
 // invalid signature, no name, no source and no CUBIN, or no Launch): those
 // are bugs of the generator, found at init.
 func Register(k Kernel) {
@@ -69,4 +85,39 @@ func Kernels() []Kernel {
 	registry.mu.RUnlock()
 	sort.Slice(ks, func(i, j int) bool { return ks[i].Sig.String() < ks[j].Sig.String() })
 	return ks
+}
+
+type renderKey struct {
+	sig   layout.Signature
+	knobs gen.Knobs
+}
+
+var rendered sync.Map // renderKey → Kernel
+
+// For returns the kernel for sig on a device of compute capability arch (0:
+// the portable knobs): the registered one (a stridegen stub) if there is
+// one, else one rendered by package gen with gen.KnobsFor(sig, arch) and
+// launched by Launch. Rendering happens once per signature and knobs in a
+// process; compiling, once per device through Cache, and once per machine
+// through the disk cache. It fails, with an ErrNoKernel error, for a
+// signature no kernel exists for (ClassNone, ClassMemcpy, invalid ones).
+func For(sig layout.Signature, arch int) (Kernel, error) {
+	if k, ok := Lookup(sig); ok {
+		return k, nil
+	}
+	kn := gen.KnobsFor(sig, arch)
+	key := renderKey{sig, kn}
+	if v, ok := rendered.Load(key); ok {
+		return v.(Kernel), nil
+	}
+	src, err := gen.Source(sig, kn)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("%w for %v: %w", ErrNoKernel, sig, err)
+	}
+	k := Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}
+	k.Launch = func(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
+		return Launch(fn, stream, dst, src, p, kn)
+	}
+	v, _ := rendered.LoadOrStore(key, k)
+	return v.(Kernel), nil
 }

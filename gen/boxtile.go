@@ -1,0 +1,144 @@
+package gen
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// boxArgsSize is the size of the box-tile kernel's argument block for nd
+// canonical dims: struct A of btile.cu.tmpl.
+func boxArgsSize(nd int) int {
+	n := 32 + 64*nd + boxInts*4
+	return (n + 7) &^ 7
+}
+
+// boxInts is the number of 32-bit scalars at the end of the box-tile
+// argument block.
+const boxInts = 25
+
+// packBoxTile is Pack for ClassBoxTile. The argument block is, in order
+// (little-endian, C alignment):
+//
+//	int64  ntiles, shi          tiles in the launch; src bytes readable
+//	int64  sstep, dstep         element stride of a run in src, in dst
+//	int64  shape, dstride, sstride, tile, chunks [nd]
+//	uint64 cmul[nd]; uint32 cshr[nd]   fast division by chunks
+//	int32  sord, dord [nd]      tile dims by |stride|, src and dst (layout.BoxSides)
+//	int32  w[nd]                shared-memory bytes per index step of each dim
+//	int32  nk, nsr, ndr, ls, rs, ld, rd, rps, cprs, cprd,
+//	       lgs, lgd, c0, mrs, mrd, mls, mld, hrs, hrd, hls, hld,
+//	       offG, offH, offA, offB
+//
+// The kernel stages src run j of a tile at j·rps bytes of shared memory;
+// element i of a run at i·item bytes (reversed runs: (ls-1-i)·item), so the
+// shared-memory offset of a tile element is c0 + Σ coord_k·w[k].
+func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte) (Launch, error) {
+	nd := int(sig.NDim)
+	if len(p.Tile) != nd || nd > layout.MaxBoxNDim {
+		return Launch{}, fmt.Errorf("%w: box tile %v for %d dims", ErrPlan, p.Tile, nd)
+	}
+	item := int64(sig.Itemsize)
+	src, dst := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+	idx := int64(4)
+	if sig.Index64 {
+		idx = 8
+	}
+	var chunks [layout.MaxBoxNDim]int64
+	ntiles := int64(1)
+	for d := range nd {
+		if t := p.Tile[d]; t < 1 || t > p.Shape[d] {
+			return Launch{}, fmt.Errorf("%w: tile %v of shape %v", ErrPlan, p.Tile, p.Shape)
+		}
+		chunks[d] = ceilDiv(p.Shape[d], p.Tile[d])
+		ntiles *= chunks[d]
+	}
+	// Shared-memory weights: src run dims step through a run's slot, the
+	// other tile dims through the slots.
+	var w [layout.MaxBoxNDim]int64
+	rps := layout.BoxRunPitch(src.RunLen, item)
+	rev := src.Step == -1
+	x := item
+	if rev {
+		x = -item
+	}
+	for i := 0; i < src.NRun; i++ {
+		d := src.Order[i]
+		w[d] = x
+		x *= p.Tile[d]
+	}
+	x = rps
+	for i := src.NRun; i < src.NDims; i++ {
+		d := src.Order[i]
+		w[d] = x
+		x *= p.Tile[d]
+	}
+	c0 := int64(0)
+	if rev {
+		c0 = (src.RunLen - 1) * item
+	}
+	al := func(x int64) int64 { return (x + 15) &^ 15 }
+	offG := al(src.Runs * rps)
+	offH := offG + al(src.Runs*idx)
+	offA := offH + al(dst.Runs*idx)
+	offB := offA + al(dst.Runs*4)
+	shared := offB + al(dst.RunLen*4)
+	if shared > layout.MaxBoxSharedBytes {
+		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory, over %d", ErrPlan, p.Tile, shared, layout.MaxBoxSharedBytes)
+	}
+	cprs := ceilDiv(src.RunLen*item, 16)
+	cprd := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
+	lgs := log2(int(min(nextPow2(cprs), int64(k.LoadLanes))))
+	lgd := log2(int(min(nextPow2(cprd), int64(k.StoreLanes))))
+
+	clear(buf[:boxArgsSize(nd)])
+	le := binary.LittleEndian
+	o := 0
+	put64 := func(v int64) { le.PutUint64(buf[o:], uint64(v)); o += 8 }
+	put32 := func(v int64) { le.PutUint32(buf[o:], uint32(v)); o += 4 }
+	put64(ntiles)
+	put64(p.SrcSpan)
+	put64(src.Step)
+	put64(dst.Step)
+	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, p.Tile, chunks[:nd]} {
+		for _, v := range a {
+			put64(v)
+		}
+	}
+	var shr [layout.MaxBoxNDim]uint32
+	for d := range nd {
+		var m uint64
+		m, shr[d] = Magic(sig, uint64(chunks[d]))
+		put64(int64(m))
+	}
+	for d := range nd {
+		put32(int64(shr[d]))
+	}
+	for _, s := range []*layout.BoxSide{&src, &dst} {
+		for i := range nd {
+			put32(int64(s.Order[i]))
+		}
+	}
+	for d := range nd {
+		put32(w[d])
+	}
+	mrs, hrs := Magic32(uint64(src.Runs))
+	mrd, hrd := Magic32(uint64(dst.Runs))
+	mls, hls := Magic32(uint64(src.RunLen))
+	mld, hld := Magic32(uint64(dst.RunLen))
+	for _, v := range [boxInts]int64{
+		int64(src.NDims), int64(src.NRun), int64(dst.NRun),
+		src.RunLen, src.Runs, dst.RunLen, dst.Runs, rps, cprs, cprd,
+		int64(lgs), int64(lgd), c0, int64(mrs), int64(mrd), int64(mls), int64(mld),
+		int64(hrs), int64(hrd), int64(hls), int64(hld), offG, offH, offA, offB,
+	} {
+		put32(v)
+	}
+	g := min(ntiles, MaxGridX)
+	if smCount > 0 {
+		g = min(g, int64(smCount*k.BlocksPerSM))
+	}
+	return Launch{Grid: cuda.Dim3{X: uint32(g), Y: 1, Z: 1}, Block: cuda.Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(shared)}, nil
+}

@@ -1,0 +1,273 @@
+package gen
+
+import (
+	"bufio"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/stridekit/stridekit/layout"
+)
+
+// Knobs are the launch parameters of one kernel: what a tuning table entry
+// sets and what Source and Pack read. Each class uses some of them (the
+// field comments say which); the table's header documents them too.
+type Knobs struct {
+	// Threads is the number of threads per block (every class).
+	Threads int
+	// Rows is how many rows (outer indices) one thread of the elementwise,
+	// broadcast and fill kernels handles per loop trip, for kernels of two
+	// or more dims: their loads are in flight together.
+	Rows int
+	// Unroll is how many 16-byte loads a thread of the contiguous kernel
+	// keeps in flight.
+	Unroll int
+	// BlocksPerSM is how many blocks per multiprocessor the looping grids
+	// of the contiguous and box-tile kernels hold.
+	BlocksPerSM int
+	// WordCols makes the tile kernel, for items under 4 bytes, read one
+	// 4-byte word of each of Vec tile rows in its store phase instead of
+	// whole vectors: a quarter of the registers, so more threads fit.
+	WordCols bool
+	// TileBytes is the data of one box tile in bytes (layout.PlanOptions'
+	// TileBytes: the planner sizes the tile, the kernel stages it).
+	TileBytes int
+	// LoadLanes and StoreLanes are the most threads of a warp that work on
+	// one src run (load) and one dst run (store) of a box tile; powers of
+	// two. More lanes make longer bursts on one run, fewer spread a warp
+	// over neighbouring runs (fewer shared-memory bank conflicts).
+	LoadLanes, StoreLanes int
+}
+
+// ErrTuning reports a malformed tuning table.
+var ErrTuning = errors.New("gen: bad tuning table")
+
+//go:embed tuning.txt
+var tuningText string
+
+// tuneEntry is one line of a tuning table: its key and the knobs it sets.
+type tuneEntry struct {
+	arch      int // 0: any
+	class     layout.Class
+	item, vec int // 0: *
+	set       map[string]int
+}
+
+var tuning struct {
+	once    sync.Once
+	entries []tuneEntry
+	err     error
+	mu      sync.RWMutex
+	over    map[knobKey]Knobs // Override's entries
+}
+
+type knobKey struct {
+	arch int
+	sig  layout.Signature
+}
+
+var knobNames = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes"}
+
+// ParseTuning reads a tuning table in the format of the embedded
+// tuning.txt; errors name the line and wrap ErrTuning.
+func ParseTuning(name string, r io.Reader) ([]TuningEntry, error) {
+	es, err := parseTuning(name, r)
+	out := make([]TuningEntry, len(es))
+	for i, e := range es {
+		out[i] = TuningEntry{Arch: e.arch, Class: e.class, Item: e.item, Vec: e.vec, Set: e.set}
+	}
+	return out, err
+}
+
+// TuningEntry is one parsed line of a tuning table: Arch 0 means "any",
+// Item and Vec 0 mean "*"; Set maps knob names to values.
+type TuningEntry struct {
+	Arch      int
+	Class     layout.Class
+	Item, Vec int
+	Set       map[string]int
+}
+
+func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
+	var out []tuneEntry
+	sc := bufio.NewScanner(r)
+	for line := 1; sc.Scan(); line++ {
+		text, _, _ := strings.Cut(sc.Text(), "#")
+		f := strings.Fields(text)
+		if len(f) == 0 {
+			continue
+		}
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("%w: %s:%d: %s", ErrTuning, name, line, fmt.Sprintf(format, a...))
+		}
+		if len(f) < 4 {
+			return nil, bad("want ARCH CLASS ITEM VEC KNOB=VALUE..., got %q", sc.Text())
+		}
+		var e tuneEntry
+		switch {
+		case f[0] == "any":
+		case strings.HasPrefix(f[0], "sm_"):
+			a, err := strconv.Atoi(f[0][3:])
+			if err != nil || a <= 0 {
+				return nil, bad("arch %q is not sm_XY or any", f[0])
+			}
+			e.arch = a
+		default:
+			return nil, bad("arch %q is not sm_XY or any", f[0])
+		}
+		c, err := layout.ParseClass(f[1])
+		if err != nil || c == layout.ClassNone || c == layout.ClassMemcpy {
+			return nil, bad("class %q has no kernel", f[1])
+		}
+		e.class = c
+		for i, p := range []*int{&e.item, &e.vec} {
+			if f[2+i] == "*" {
+				continue
+			}
+			v, err := strconv.Atoi(f[2+i])
+			if err != nil || v < 1 || v > layout.MaxVectorBytes {
+				return nil, bad("%s %q is not * or 1..16", []string{"item", "vec"}[i], f[2+i])
+			}
+			*p = v
+		}
+		e.set = map[string]int{}
+		for _, kv := range f[4:] {
+			k, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.Atoi(v)
+			if !ok || err != nil || n < 0 {
+				return nil, bad("knob %q is not NAME=N", kv)
+			}
+			known := false
+			for _, kn := range knobNames {
+				known = known || kn == k
+			}
+			if !known {
+				return nil, bad("unknown knob %q (want one of %s)", k, strings.Join(knobNames, ", "))
+			}
+			e.set[k] = n
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return out, nil
+}
+
+func loadTuning() error {
+	tuning.once.Do(func() {
+		tuning.entries, tuning.err = parseTuning("tuning.txt", strings.NewReader(tuningText))
+	})
+	return tuning.err
+}
+
+// KnobsFor returns the knobs of the kernel for sig on a device of compute
+// capability arch (90 for sm_90; 0 for the portable heuristic): an
+// Override for them if one is set, else the tuning table's matching
+// entries, applied from the least to the most specific. Knobs a table
+// leaves unset get safe defaults (256 threads, one of everything else).
+func KnobsFor(sig layout.Signature, arch int) Knobs {
+	tuning.mu.RLock()
+	k, ok := tuning.over[knobKey{arch, sig}]
+	tuning.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
+	if loadTuning() != nil {
+		return k
+	}
+	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
+	for spec := 0; spec < 8; spec++ {
+		for _, e := range tuning.entries {
+			if e.class != sig.Class || (e.arch != 0 && e.arch != arch) || (e.item != 0 && e.item != int(sig.Itemsize)) || (e.vec != 0 && e.vec != int(sig.Vec)) {
+				continue
+			}
+			s := 0
+			if e.arch != 0 {
+				s += 4
+			}
+			if e.item != 0 {
+				s += 2
+			}
+			if e.vec != 0 {
+				s++
+			}
+			if s == spec {
+				k.apply(e.set)
+			}
+		}
+	}
+	return k
+}
+
+func (k *Knobs) apply(set map[string]int) {
+	for name, v := range set {
+		switch name {
+		case "threads":
+			k.Threads = v
+		case "rows":
+			k.Rows = v
+		case "unroll":
+			k.Unroll = v
+		case "blocks":
+			k.BlocksPerSM = v
+		case "wordcols":
+			k.WordCols = v != 0
+		case "tilebytes":
+			k.TileBytes = v
+		case "loadlanes":
+			k.LoadLanes = v
+		case "storelanes":
+			k.StoreLanes = v
+		}
+	}
+}
+
+// Override makes KnobsFor(sig, arch) return k until ClearOverrides, for the
+// tuner, which renders and times a kernel under candidate knobs. The knobs
+// are checked (CheckKnobs).
+func Override(sig layout.Signature, arch int, k Knobs) error {
+	if err := CheckKnobs(sig, k); err != nil {
+		return err
+	}
+	tuning.mu.Lock()
+	defer tuning.mu.Unlock()
+	if tuning.over == nil {
+		tuning.over = map[knobKey]Knobs{}
+	}
+	tuning.over[knobKey{arch, sig}] = k
+	return nil
+}
+
+// ClearOverrides drops every Override.
+func ClearOverrides() {
+	tuning.mu.Lock()
+	tuning.over = nil
+	tuning.mu.Unlock()
+}
+
+// CheckKnobs reports knobs no kernel of sig can run with: threads outside
+// 32..1024 or not a multiple of 32, lanes that are not powers of two up to
+// 32, a tile size outside layout's limits, and zero counts.
+func CheckKnobs(sig layout.Signature, k Knobs) error {
+	pow2 := func(v int) bool { return v > 0 && v&(v-1) == 0 }
+	switch {
+	case k.Threads < 32 || k.Threads > 1024 || k.Threads%32 != 0:
+		return fmt.Errorf("%w: %v: threads=%d is not a multiple of 32 in 32..1024", ErrTuning, sig, k.Threads)
+	case k.Rows < 1 || k.Rows > 16 || k.Unroll < 1 || k.Unroll > 16 || k.BlocksPerSM < 1 || k.BlocksPerSM > 64:
+		return fmt.Errorf("%w: %v: rows=%d unroll=%d blocks=%d must be in 1..16, 1..16, 1..64", ErrTuning, sig, k.Rows, k.Unroll, k.BlocksPerSM)
+	case !pow2(k.LoadLanes) || k.LoadLanes > 32 || !pow2(k.StoreLanes) || k.StoreLanes > 32:
+		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
+	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
+		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
+	}
+	return nil
+}
+
+// TuningTable returns the embedded tuning table's text.
+func TuningTable() string { return tuningText }
