@@ -11,7 +11,7 @@ import (
 // boxArgsSize is the size of the box-tile kernel's argument block for nd
 // canonical dims: struct A of btile.cu.tmpl.
 func boxArgsSize(nd int) int {
-	n := 32 + 64*nd + boxInts*4
+	n := 40 + 64*nd + boxInts*4
 	return (n + 7) &^ 7
 }
 
@@ -22,7 +22,8 @@ const boxInts = 25
 // packBoxTile is Pack for ClassBoxTile. The argument block is, in order
 // (little-endian, C alignment):
 //
-//	int64  ntiles, shi          tiles in the launch; src bytes readable
+//	int64  ntiles, slo, shi     tiles in the launch; src bytes [slo, shi) from
+//	                            the src pointer (the view's span) may be read
 //	int64  sstep, dstep         element stride of a run in src, in dst
 //	int64  shape, dstride, sstride, tile, chunks [nd]
 //	uint64 cmul[nd]; uint32 cshr[nd]   fast division by chunks
@@ -99,7 +100,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	put64 := func(v int64) { le.PutUint64(buf[o:], uint64(v)); o += 8 }
 	put32 := func(v int64) { le.PutUint32(buf[o:], uint32(v)); o += 4 }
 	put64(ntiles)
-	put64(p.SrcSpan)
+	put64(-p.SrcOffset)
+	put64(p.SrcSpan - p.SrcOffset)
 	put64(src.Step)
 	put64(dst.Step)
 	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, p.Tile, chunks[:nd]} {

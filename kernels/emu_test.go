@@ -1,0 +1,99 @@
+package kernels
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/cudaemu"
+	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
+	"github.com/stridekit/stridekit/runtime/jit"
+)
+
+// emuCopy runs pair c through the planner, gen.Pack and the kernel its plan
+// names, emulated on the CPU (internal/cudaemu), and compares the dst span
+// with runtime/hostcopy's on a poisoned buffer. smCount is small so that
+// the looping grids take several trips.
+func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair) layout.Signature {
+	t.Helper()
+	dmis, smis := int(c.DstBase%256), int(c.SrcBase%256)
+	opt := PlanOptions(nil, 0x10000+uintptrOf(dmis), 0x10000+uintptrOf(smis), c.Dst.Itemsize())
+	opt.TileBytes = []int{1 << 10, 4 << 10, 16 << 10}[r.IntN(3)]
+	p, err := layout.PlanCopy(c.Dst, c.Src, opt)
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	if p.Sig.Class == layout.ClassNone || p.Sig.Class == layout.ClassMemcpy {
+		return p.Sig
+	}
+	src := make([]byte, c.Src.RequiredSizeInBytes())
+	pairgen.Fill(r, src)
+	got := make([]byte, c.Dst.RequiredSizeInBytes())
+	pairgen.Poison(got)
+	want := bytes.Clone(got)
+	if err := hostcopy.Copy(want, c.Dst, src, c.Src); err != nil {
+		t.Fatalf("%v: hostcopy: %v", c, err)
+	}
+	k, err := jit.For(p.Sig, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := make([]byte, gen.ArgsSize(p.Sig))
+	l, err := gen.Pack(p.Sig, k.Knobs, &p, 1+r.IntN(3), args)
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	if err := cudaemu.Launch(k.Source, k.Name, l, args, got, p.DstOffset, dmis, src, p.SrcOffset, smis); err != nil {
+		t.Fatalf("%v (plan %+v): %v", c, p, err)
+	}
+	if !bytes.Equal(got, want) {
+		bad := 0
+		for bad < len(got) && got[bad] == want[bad] {
+			bad++
+		}
+		t.Fatalf("%v\nplan %v shape %v ds %v ss %v tile %v offsets %d/%d\nfirst bad byte %d of %d: got %#x want %#x",
+			c, p.Sig, p.Shape, p.DstStrides, p.SrcStrides, p.Tile, p.DstOffset, p.SrcOffset, bad, len(got), got[bad], want[bad])
+	}
+	return p.Sig
+}
+
+func uintptrOf(mis int) cuda.DevicePtr { return cuda.DevicePtr(mis) }
+
+// TestEmulatedKernels runs random pairs of every kind through their kernels
+// on the CPU. The seed is printed; STRIDEKIT_EMU_SEED replays one.
+func TestEmulatedKernels(t *testing.T) {
+	if err := cudaemu.Available(); err != nil {
+		if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
+			t.Fatal(err) // CI has a C++ compiler: this test must run there
+		}
+		t.Skip(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("STRIDEKIT_EMU_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (STRIDEKIT_EMU_SEED=%d replays it)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	n := 12
+	if testing.Short() {
+		n = 3
+	}
+	classes := map[layout.Class]int{}
+	for _, kind := range pairgen.Kinds {
+		for i := 0; i < n; i++ {
+			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind))
+			classes[sig.Class]++
+		}
+	}
+	t.Logf("classes: %v", classes)
+	if classes[layout.ClassBoxTile] == 0 {
+		t.Error("no box-tile plan among the pairs")
+	}
+}
