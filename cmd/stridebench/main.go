@@ -1,0 +1,597 @@
+// Command stridebench measures stridekit's strided copies on a GPU against
+// memcpy, against the peer frameworks (PyTorch, CuPy, XLA through JAX) and
+// against the physical limit, in one run.
+//
+// Usage:
+//
+//	stridebench [run] [flags]
+//
+// run is the default (and, for now, the only) subcommand; the first argument
+// names a subcommand when it does not start with '-'.
+//
+// # What a run does
+//
+// It reads the cases of a suite file (default testdata/bench/named.txt,
+// relative to the working directory) and/or generates random ones, keeps
+// those whose name matches -case, and for each case:
+//
+//  1. Builds the source and destination views with package layout and plans
+//     the copy (the signature reported is layout.Plan.Sig.String()).
+//  2. Checks correctness: fills the source array with a seeded pattern,
+//     poisons the destination array, runs the stridekit copy once and
+//     compares the destination with runtime/hostcopy's copy on the host: all
+//     of it up to 64 MiB, else its first and last 4 KiB and six random 1 MiB
+//     windows. Source bytes never have bit 6 set and the poison byte 0xE5
+//     does, so an unwritten byte is always caught (and no float in the source
+//     is a NaN). A mismatch marks the case failed; the run goes on.
+//  3. Times the copy with CUDA events after -warmup copies: the median of
+//     -reps samples, each covering at least 200 µs (shorter copies are timed
+//     in batches of back-to-back copies). When a case's arrays fit in the L2
+//     cache (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), the copies rotate over
+//     enough pairs of arrays to cover four times the L2 size, so every copy
+//     goes to DRAM. cuMemcpyDtoD of the bytes the copy writes is timed the
+//     same way, on the same stream, over the same arrays.
+//  4. For cases of at most 1 MiB, also measures the host time per copy
+//     (back-to-back copies from Go, synchronised at the end) next to bare
+//     cuLaunchKernel calls of the same kernel with its arguments packed once
+//     (the driver's floor).
+//
+// With -compare it then runs peers.py (embedded in the binary; -peers runs
+// another copy) with the Python of -python on the same expanded case list,
+// written as JSON, so random cases reach the peers too. See peers.py for how
+// each framework builds its views and is timed; every peer figure is a % of
+// that framework's own memcpy of the same bytes in the same run, and the
+// JAX column is marked untrusted when its identity copy is not within
+// 85–115% of a real memcpy.
+//
+// The stridekit copy is reached through one small interface (copier.go), so
+// the entry point it times can be swapped in one place.
+//
+// # Figures
+//
+//   - time: median seconds per copy.
+//   - GB/s: (bytes read + bytes written) / time, counting each element of the
+//     destination once read and once written (2 × the bytes written).
+//   - % memcpy: memcpy's time for the bytes the copy writes / the copy's time.
+//   - % roofline: the roofline time / the copy's time. The roofline is the
+//     time memcpy's measured bandwidth (2 × bytes / memcpy time) needs to move
+//     the bytes DRAM must move for the case: 32 bytes for each distinct
+//     32-byte sector that the source view touches plus each one the
+//     destination view touches. A strided source costs whole sectors (a[:, ::2]
+//     of float32 reads every sector of its span), a broadcast source is read
+//     once (its stride-0 dims are dropped), and a transpose costs what a
+//     memcpy costs. Sectors are counted exactly, in a bitmap over each view's
+//     byte span, walking the rows of the view's canonical form from
+//     layout.PlanCopy; the arrays are 256-byte aligned. "roofline % memcpy"
+//     is the best % of memcpy the case can reach (above 100 for broadcasts).
+//   - per peer: its % of its own memcpy, and stridekit's % of memcpy divided
+//     by the peer's ("vs"; above 1 means stridekit is faster).
+//
+// # Outputs
+//
+// Standard output gets Go benchmark lines, so benchstat can compare two runs:
+//
+//	BenchmarkCopy/<case>  N  T ns/op  X MB/s  P pct-memcpy  R pct-roofline …
+//
+// with <peer>-pct-memcpy for each peer that ran, and host-ns/copy,
+// floor-ns/copy and torch-host-ns/copy for small cases; failed cases get a
+// "--- FAIL:" line. -json writes every figure as JSON, -md a markdown report,
+// and -chart a bar chart (PNG or SVG by the file's extension): one group of
+// bars per case, stridekit and each peer as a % of memcpy, the case's
+// roofline drawn across the group. With random cases, the outputs add the
+// distribution of % of memcpy and % of roofline (min, 10th percentile,
+// median) and the -slowest cases with their signatures. A progress bar runs
+// on standard error when it is a terminal and -quiet is not set.
+//
+// Exit status: 0 when every case passed, 1 when a case failed or a run
+// (GPU, peers) could not be done, 2 on bad usage.
+//
+// # Case syntax
+//
+// A suite file holds one case a line; '#' starts a comment. A case is
+//
+//	NAME DTYPE SHAPE [src=EXPR] [dst=EXPR] [dstbase=SHAPE]
+//
+// NAME is letters, digits and _ . + - ; DTYPE is any name layout.ParseDType
+// accepts (float32, f16, bf16, uint8, complex128, opaque12, …) or xN for
+// opaque items of N bytes (x3, x12). SHAPE is the extents of the dense
+// C-order source array, e.g. 16384x32768.
+//
+// src=EXPR is the source view taken of that array: operations joined by '.',
+// applied left to right (no EXPR: the whole array):
+//
+//	perm(1,0)        permute dims: dim k of the result is dim p[k] (numpy.transpose)
+//	slice(:, ::2)    Python slicing, one entry per dim (missing trailing dims stay
+//	                 whole): start:stop:step with negative steps and bounds, or an
+//	                 integer index, which drops its dim
+//	flip(1)          reverse the listed dims (same as slice ::-1 on them)
+//	bcast(16384,16384)  broadcast to a shape by NumPy's rules
+//
+// The destination is a dense C-order array viewed through dst=EXPR (default:
+// none) and must have the source view's shape. Its shape is dstbase= when
+// given; else it is worked out backwards from the source view's shape through
+// the dst operations: perm(p) means "a dense array whose view through
+// perm(p) has the source view's shape" (so NCHW to NHWC is a dense NCHW source
+// and dst=perm(0,3,1,2) of a dense NHWC array), flip keeps the shape, and a
+// slice entry with no bounds (":" or "::s") multiplies its extent by |s|.
+// Other dst operations need dstbase=.
+//
+// Examples:
+//
+//	transpose_f32   float32 16384x16384  src=perm(1,0)
+//	slice_t_f32     float32 16384x32768  src=slice(:,::2).perm(1,0)
+//	nchw_nhwc_f16   f16     64x256x128x128  dst=perm(0,3,1,2)
+//	bcast_row_f32   float32 1x16384      src=bcast(16384,16384)
+//
+// Random cases (-random N) are N-d permutations (plus slices and flips with
+// -random-views) of ranks 2–8, item sizes 1, 2, 3, 4, 8, 12 and 16, extents
+// 2–300 (a third of them primes) whose product lands near -random-bytes
+// (ranks too low to reach it with extents up to 300 are skipped). They are
+// named rand-s<seed>-i<index> (randv- with views, -t<bytes> with a
+// non-default size) and depend only on those, so -case reproduces any one.
+//
+// A case whose source and destination arrays take more than 32 GiB together
+// is refused (the check keeps host copies of both).
+//
+// -shrink SIZE shrinks every case that moves more than SIZE bytes: every
+// extent above 8 it names (the shape, bcast targets, dstbase, slice bounds) is
+// multiplied by one factor, the largest that fits. -device cpu runs the whole
+// pipeline on the host instead (runtime/hostcopy as the copy, wall-clock
+// timing), for testing the harness without a GPU; it shrinks to 4 MiB unless
+// -shrink says otherwise.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// errUsage marks a command-line error (exit status 2).
+var errUsage = errors.New("usage")
+
+// subcommands maps each subcommand to its entry point.
+var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"run": runCmd,
+}
+
+// runMain dispatches to a subcommand ("run" when the first argument is a
+// flag or missing) and returns the exit status.
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		if args[0] == "help" {
+			runCmd([]string{"-h"}, stdout, stderr)
+			return 0
+		}
+		cmd, ok := subcommands[args[0]]
+		if !ok {
+			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run; run is the default)\n", args[0])
+			return 2
+		}
+		return cmd(args[1:], stdout, stderr)
+	}
+	return runCmd(args, stdout, stderr)
+}
+
+// Defaults of the run flags.
+const (
+	defaultSuite     = "testdata/bench/named.txt"
+	defaultReps      = 30
+	minReps          = 20
+	defaultWarmup    = 5
+	defaultLatency   = 2000
+	defaultCPUShrink = 4 << 20
+)
+
+// runFlags are the flags of "stridebench run".
+type runFlags struct {
+	suite        string
+	suiteSet     bool
+	caseRE       *regexp.Regexp
+	random       int
+	seed         uint64
+	randomViews  bool
+	randomBytes  int64
+	device       string
+	ordinal      int
+	reps, warmup int
+	latency      int
+	shrink       int64
+	compare      bool
+	python       string
+	peers        string
+	frameworks   []string
+	jsonPath     string
+	mdPath       string
+	chartPath    string
+	slowest      int
+	quiet        bool
+	list         bool
+}
+
+// sizeValue is a flag holding a byte count written as 4096, 64KiB, 4MiB,
+// 1GiB (K, M, G and the B suffix are accepted too, all powers of 1024).
+type sizeValue struct{ n *int64 }
+
+func (s sizeValue) String() string {
+	if s.n == nil || *s.n == 0 {
+		return "0"
+	}
+	return sizeString(*s.n)
+}
+
+func (s sizeValue) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+// parseSize reads a byte count with an optional binary suffix.
+func parseSize(v string) (int64, error) {
+	t := strings.TrimSpace(strings.ToLower(v))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "b"), "i")
+	mul := int64(1)
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k':
+			mul, t = 1<<10, t[:len(t)-1]
+		case 'm':
+			mul, t = 1<<20, t[:len(t)-1]
+		case 'g':
+			mul, t = 1<<30, t[:len(t)-1]
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(t), 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mul {
+		return 0, fmt.Errorf("%q is not a size (e.g. 4096, 64KiB, 256MiB, 1GiB)", v)
+	}
+	return n * mul, nil
+}
+
+// helpHead and helpTail frame the flag list of -h.
+const helpHead = `usage: stridebench [run] [flags]
+
+Times stridekit's copy of each case against cuMemcpyDtoD, the roofline and
+(-compare) PyTorch, CuPy and JAX; prints Go benchmark lines on stdout.
+
+Flags:
+`
+
+const helpTail = `
+Case syntax (one case a line of the suite file, '#' starts a comment):
+
+  NAME DTYPE SHAPE [src=EXPR] [dst=EXPR] [dstbase=SHAPE]
+
+  DTYPE  a layout.ParseDType name (float32, f16, bf16, uint8, complex128, ...)
+         or xN for opaque N-byte items (x3, x12)
+  SHAPE  extents of the dense C-order source array: 16384x32768
+  EXPR   view operations joined by '.', applied left to right:
+           perm(1,0)            permute dims (numpy.transpose)
+           slice(:, ::2)        Python slicing per dim: start:stop:step
+                                (negative steps allowed) or an index
+           flip(1)              reverse dims
+           bcast(16384,16384)   broadcast (NumPy rules)
+  src=   the source view (default: the whole array)
+  dst=   the destination view of a dense array; with no dstbase= its shape is
+         worked back from the source view's shape: perm(p) is "a dense array
+         whose view through perm(p) matches the source" (NCHW->NHWC is
+         dst=perm(0,3,1,2)), flip keeps the shape, slice ::s multiplies by |s|
+  e.g.   slice_t_f32 float32 16384x32768 src=slice(:,::2).perm(1,0)
+
+Figures:
+  GB/s        (bytes read + bytes written) / time = 2 x bytes written / time
+  pct-memcpy  cuMemcpyDtoD time for the bytes written / copy time, same run,
+              same stream, CUDA events, median of -reps
+  roofline    the time memcpy's bandwidth needs for the bytes DRAM must move:
+              32 bytes per distinct 32-byte sector the source view touches
+              (strided reads cost whole sectors, broadcast sources count
+              once) plus per sector the destination view touches, counted
+              exactly over each view's canonical rows (layout.PlanCopy)
+  pct-roofline  roofline time / copy time
+  <peer>-pct-memcpy  (-compare) the framework's copy as a % of its own memcpy
+              of the same bytes, same run; "vs <peer>" in the markdown is
+              stridekit's pct-memcpy / the peer's (above 1: stridekit faster)
+  small cases (<= 1 MiB): host-ns/copy is wall time per copy from Go over
+              -latency-iters back-to-back copies; floor-ns/copy the same for
+              bare cuLaunchKernel calls of the same kernel
+
+Cases whose arrays take more than 32 GiB together are refused.
+
+Random cases: ranks 2-8, item sizes 1,2,3,4,8,12,16, extents 2-300 (some
+prime), about -random-bytes each; named rand[v]-s<seed>-i<index>[-t<bytes>].
+
+Exit status: 0 all cases passed, 1 a case or a run failed, 2 bad usage.
+`
+
+// parseRunFlags reads the flags of "stridebench run".
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
+	f := &runFlags{randomBytes: randDefaultBytes}
+	fs := flag.NewFlagSet("stridebench run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), helpHead)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), helpTail)
+	}
+	fs.StringVar(&f.suite, "suite", defaultSuite, "suite `file` of named cases; with -random and no -suite, only random cases run")
+	caseRE := fs.String("case", "", "run only the cases whose name matches this `regexp`")
+	fs.IntVar(&f.random, "random", 0, "add `N` random cases")
+	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the random cases")
+	fs.BoolVar(&f.randomViews, "random-views", false, "random cases also slice and flip their source")
+	fs.Var(sizeValue{&f.randomBytes}, "random-bytes", "bytes each random case moves, about (`size`: 4096, 64KiB, 256MiB, 1GiB)")
+	fs.StringVar(&f.device, "device", "gpu", "where to run: gpu, gpu:N (device ordinal N) or cpu (the host, for testing the harness)")
+	fs.IntVar(&f.reps, "reps", defaultReps, fmt.Sprintf("timed samples per copy, the median is reported (`N` ≥ %d)", minReps))
+	fs.IntVar(&f.warmup, "warmup", defaultWarmup, "untimed copies before timing (`N` ≥ 1)")
+	fs.IntVar(&f.latency, "latency-iters", defaultLatency, "back-to-back copies for the host time per copy of cases ≤ 1 MiB (`N`; 0: skip)")
+	fs.Var(sizeValue{&f.shrink}, "shrink", "shrink cases that move more than `size` bytes (0: never; -device cpu defaults to 4MiB)")
+	fs.BoolVar(&f.compare, "compare", false, "also run PyTorch, CuPy and JAX (peers.py) on the same cases")
+	fs.StringVar(&f.python, "python", "python3", "Python `interpreter` for -compare")
+	fs.StringVar(&f.peers, "peers", "", "peers.py `file` to run for -compare (default: the copy embedded in the binary)")
+	frameworks := fs.String("frameworks", strings.Join(peerNames, ","), "comma-separated `list` of peers for -compare")
+	fs.StringVar(&f.jsonPath, "json", "", "write every figure as JSON to `file`")
+	fs.StringVar(&f.mdPath, "md", "", "write a markdown report to `file`")
+	fs.StringVar(&f.chartPath, "chart", "", "write a bar chart to `file` (.png or .svg)")
+	fs.IntVar(&f.slowest, "slowest", 10, "list the `N` slowest random cases")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
+	fs.BoolVar(&f.list, "list", false, "print the cases (after -random, -shrink and -case) and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	bad := func(format string, a ...any) (*runFlags, error) {
+		return nil, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "suite" {
+			f.suiteSet = true
+		}
+	})
+	var err error
+	if f.caseRE, err = regexp.Compile(*caseRE); err != nil {
+		return bad("-case %q: %v", *caseRE, err)
+	}
+	switch {
+	case f.device == "gpu" || f.device == "cpu":
+	case strings.HasPrefix(f.device, "gpu:"):
+		n, err := strconv.Atoi(f.device[4:])
+		if err != nil || n < 0 {
+			return bad("-device %q: the ordinal must be a non-negative integer", f.device)
+		}
+		f.device, f.ordinal = "gpu", n
+	default:
+		return bad("-device %q: want gpu, gpu:N or cpu", f.device)
+	}
+	if f.reps < minReps {
+		return bad("-reps %d: must be at least %d", f.reps, minReps)
+	}
+	if f.warmup < 1 {
+		return bad("-warmup %d: must be at least 1", f.warmup)
+	}
+	if f.latency < 0 {
+		return bad("-latency-iters %d: must not be negative", f.latency)
+	}
+	if f.random < 0 {
+		return bad("-random %d: must not be negative", f.random)
+	}
+	if f.random > 0 && f.randomBytes < 1 {
+		return bad("-random-bytes %d: must be positive", f.randomBytes)
+	}
+	if f.slowest < 0 {
+		return bad("-slowest %d: must not be negative", f.slowest)
+	}
+	if f.chartPath != "" && !chartExt(f.chartPath) {
+		return bad("-chart %q: the file name must end in .png or .svg", f.chartPath)
+	}
+	for _, n := range strings.Split(*frameworks, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		known := false
+		for _, k := range peerNames {
+			known = known || n == k
+		}
+		if !known {
+			return bad("-frameworks: unknown framework %q (want a subset of %s)", n, strings.Join(peerNames, ","))
+		}
+		f.frameworks = append(f.frameworks, n)
+	}
+	if f.compare && len(f.frameworks) == 0 {
+		return bad("-frameworks: empty list with -compare")
+	}
+	if f.device == "cpu" {
+		shrinkSet := false
+		fs.Visit(func(fl *flag.Flag) { shrinkSet = shrinkSet || fl.Name == "shrink" })
+		if !shrinkSet {
+			f.shrink = defaultCPUShrink
+		}
+	}
+	return f, nil
+}
+
+// collectCases reads the suite and makes the random cases, shrinks them and
+// keeps those -case selects. random marks the generated ones.
+func collectCases(f *runFlags) ([]*Case, map[*Case]bool, error) {
+	var cases []*Case
+	if f.random == 0 || f.suiteSet {
+		cs, err := parseSuiteFile(f.suite)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: -suite: %w", errUsage, err)
+		}
+		cases = cs
+	}
+	random := map[*Case]bool{}
+	if f.random > 0 {
+		target := f.randomBytes
+		if f.shrink > 0 && f.shrink < target {
+			target = f.shrink // generate at the size that will run
+		}
+		for _, c := range randomCases(randomSpec{N: f.random, Seed: f.seed, Views: f.randomViews, Bytes: target}) {
+			random[c] = true
+			cases = append(cases, c)
+		}
+	}
+	var out []*Case
+	for _, c := range cases {
+		if !f.caseRE.MatchString(c.Name) {
+			continue
+		}
+		if f.shrink > 0 {
+			if s, err := shrinkCase(c, f.shrink); err == nil && s != c {
+				random[s] = random[c]
+				c = s
+			}
+		}
+		out = append(out, c)
+	}
+	return out, random, nil
+}
+
+// runCmd is "stridebench run".
+func runCmd(args []string, stdout, stderr io.Writer) int {
+	f, err := parseRunFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "stridebench: %v\n", err)
+		return 2
+	}
+	cases, random, err := collectCases(f)
+	if err != nil {
+		fmt.Fprintf(stderr, "stridebench: %v\n", err)
+		return 2
+	}
+	if len(cases) == 0 {
+		fmt.Fprintf(stderr, "stridebench: %v: no cases selected (check -suite, -random and -case)\n", errUsage)
+		return 2
+	}
+	ps := prepare(cases, random)
+	if f.list {
+		for _, p := range ps {
+			if p.Err != nil {
+				fmt.Fprintf(stdout, "%s\t# error: %v\n", p.Case, p.Err)
+				continue
+			}
+			fmt.Fprintf(stdout, "%s\t# moves %s, dst %v, src %v\n", p.Case, humanSize(p.Built.Moved), p.Built.Dst, p.Built.Src)
+		}
+		return 0
+	}
+
+	var be backend
+	if f.device == "cpu" {
+		be = newCPUBackend()
+	} else {
+		g, err := newGPUBackend(f.ordinal)
+		if err != nil {
+			fmt.Fprintf(stderr, "stridebench: -device gpu:%d: %v\n", f.ordinal, err)
+			return 1
+		}
+		be = g
+	}
+	defer be.close()
+
+	rep := &report{Tool: "stridebench", Started: time.Now().UTC(), Args: args, Device: be.info(), Reps: f.reps, Warmup: f.warmup}
+	steps := len(ps)
+	if f.compare {
+		steps *= 2
+	}
+	bar := newProgress(stderr, steps, f.quiet)
+	if len(ps) > 0 {
+		bar.describe(ps[0].Case.Name)
+	}
+	next := 0
+	rep.Cases = runCases(ps, be, runConfig{Reps: f.reps, Warmup: f.warmup, LatencyIters: f.latency}, func(r *result) {
+		next++
+		desc := "peers"
+		if next < len(ps) {
+			desc = ps[next].Case.Name
+		}
+		bar.step(desc)
+	})
+	status := 0
+	if f.compare {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+		opt := peerOptions{Python: f.python, Script: f.peers, Frameworks: f.frameworks, Reps: f.reps, Warmup: f.warmup, LatencyIters: f.latency}
+		if bar == nil && !f.quiet {
+			opt.Stderr = stderr
+		}
+		rep.Peers, err = runPeers(ctx, opt, ps, rep.Cases, func() { bar.step("peers") })
+		stop()
+		if err != nil {
+			rep.PeersErr = err.Error()
+			status = 1
+		}
+	}
+	bar.done()
+	if rep.PeersErr != "" {
+		fmt.Fprintf(stderr, "stridebench: %s\n", rep.PeersErr)
+	}
+	rep.Random = summarizeRandom(rep.Cases, f.slowest)
+	for _, r := range rep.Cases {
+		if r.failed() {
+			rep.Failed++
+			status = 1
+		}
+	}
+	if err := writeOutputs(f, rep, stdout); err != nil {
+		fmt.Fprintf(stderr, "stridebench: %v\n", err)
+		status = 1
+	}
+	if rep.Failed > 0 {
+		fmt.Fprintf(stderr, "stridebench: %d of %d cases failed\n", rep.Failed, len(rep.Cases))
+	}
+	return status
+}
+
+// writeOutputs writes the benchmark lines to stdout and the files the flags
+// ask for.
+func writeOutputs(f *runFlags, rep *report, stdout io.Writer) error {
+	var errs []error
+	if err := writeBench(stdout, rep); err != nil {
+		errs = append(errs, fmt.Errorf("stdout: %w", err))
+	}
+	toFile := func(flagName, path string, write func(io.Writer, *report) error) {
+		if path == "" {
+			return
+		}
+		fh, err := os.Create(path)
+		if err == nil {
+			err = write(fh, rep)
+			if cerr := fh.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("-%s: %w", flagName, err))
+		}
+	}
+	toFile("json", f.jsonPath, writeJSON)
+	toFile("md", f.mdPath, writeMarkdown)
+	if f.chartPath != "" {
+		if err := writeChart(f.chartPath, rep); err != nil {
+			errs = append(errs, fmt.Errorf("-chart: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
