@@ -39,7 +39,7 @@ func writeFile(t *testing.T, name, text string) string {
 
 // benchLine matches a Go benchmark line: name, iterations, then
 // value-unit pairs.
-var benchLine = regexp.MustCompile(`^(Benchmark\S+)\t +(\d+)((?:\t +[-0-9.e+]+ \S+)+)$`)
+var benchLine = regexp.MustCompile(`^(Benchmark\S+)\t *(\d+)((?:\t *[-0-9.e+]+ \S+)+)$`)
 
 // parseBenchLines returns, per benchmark name, its metrics by unit, and
 // checks that every line is a benchmark line, a "key: value" header, a
