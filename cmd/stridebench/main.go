@@ -512,6 +512,18 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	defer be.close()
 
 	rep := &report{Tool: "stridebench", Started: time.Now().UTC(), Args: args, Device: be.info(), Reps: f.reps, Warmup: f.warmup}
+	// Without peers, each case's benchmark line is written as soon as it is
+	// measured, so an interrupted run keeps what it did.
+	stream := !f.compare
+	var outErr error
+	keep := func(err error) {
+		if outErr == nil && err != nil {
+			outErr = fmt.Errorf("stdout: %w", err)
+		}
+	}
+	if stream {
+		keep(writeBenchHeader(stdout, rep.Device))
+	}
 	steps := len(ps)
 	if f.compare {
 		steps *= 2
@@ -527,8 +539,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		if next < len(ps) {
 			desc = ps[next].Case.Name
 		}
+		if stream {
+			keep(writeBenchLine(stdout, r))
+		}
 		bar.step(desc)
 	})
+	// The device is not needed any more: let the peers have all of it.
+	be.close()
 	status := 0
 	if f.compare {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -554,7 +571,12 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 			status = 1
 		}
 	}
-	if err := writeOutputs(f, rep, stdout); err != nil {
+	if stream {
+		keep(writeBenchSummary(stdout, rep))
+	} else {
+		keep(writeBench(stdout, rep))
+	}
+	if err := errors.Join(outErr, writeFiles(f, rep)); err != nil {
 		fmt.Fprintf(stderr, "stridebench: %v\n", err)
 		status = 1
 	}
@@ -564,13 +586,9 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	return status
 }
 
-// writeOutputs writes the benchmark lines to stdout and the files the flags
-// ask for.
-func writeOutputs(f *runFlags, rep *report, stdout io.Writer) error {
+// writeFiles writes the files the flags ask for.
+func writeFiles(f *runFlags, rep *report) error {
 	var errs []error
-	if err := writeBench(stdout, rep); err != nil {
-		errs = append(errs, fmt.Errorf("stdout: %w", err))
-	}
 	toFile := func(flagName, path string, write func(io.Writer, *report) error) {
 		if path == "" {
 			return

@@ -116,44 +116,69 @@ func benchName(r *result) string { return "BenchmarkCopy/" + r.Name }
 // written, and the further metrics are each peer's % of its memcpy
 // (<peer>-pct-memcpy) and, for small cases, host-ns/copy, floor-ns/copy and
 // torch-host-ns/copy. Failed cases get a "--- FAIL:" line and the reason,
-// and the random summary comes as '#' lines; benchstat ignores both.
+// and the random summary comes as '#' lines; benchstat ignores both. It is
+// writeBenchHeader, writeBenchLine for each case and writeBenchSummary.
 func writeBench(w io.Writer, rep *report) error {
-	bw := &errWriter{w: w}
-	bw.printf("goos: %s\ngoarch: %s\npkg: github.com/stridekit/stridekit/cmd/stridebench\n", runtime.GOOS, runtime.GOARCH)
-	dev := oneLine(rep.Device.Name)
+	if err := writeBenchHeader(w, rep.Device); err != nil {
+		return err
+	}
+	for _, r := range rep.Cases {
+		if err := writeBenchLine(w, r); err != nil {
+			return err
+		}
+	}
+	return writeBenchSummary(w, rep)
+}
+
+// writeBenchHeader writes the "key: value" lines that start the benchmark
+// output.
+func writeBenchHeader(w io.Writer, d deviceInfo) error {
+	dev := oneLine(d.Name)
 	if dev == "" {
 		dev = "unknown"
 	}
-	bw.printf("device: %s\n", dev)
-	for _, r := range rep.Cases {
-		if r.failed() {
-			bw.printf("--- FAIL: %s\n    %s: %s\n", benchName(r), r.Status, oneLine(r.Error))
-			continue
-		}
-		bw.printf("%s\t%8d\t%14.1f ns/op\t%10.2f MB/s\t%7.2f pct-memcpy\t%7.2f pct-roofline",
-			benchName(r), r.Reps*r.Batch, r.TimeNs, 2*float64(r.Bytes)/r.TimeNs*1e3, r.PctMemcpy, r.PctRoofline)
-		for _, n := range peerNames {
-			if p := r.Peers[n]; p != nil && p.Status == "ok" {
-				bw.printf("\t%7.2f %s-pct-memcpy", p.PctMemcpy, n)
-			}
-		}
-		if r.HostNsPerCopy > 0 {
-			bw.printf("\t%10.1f host-ns/copy", r.HostNsPerCopy)
-		}
-		if r.FloorNsPerCopy > 0 {
-			bw.printf("\t%10.1f floor-ns/copy", r.FloorNsPerCopy)
-		}
-		if p := r.Peers["torch"]; p != nil && p.HostS > 0 {
-			bw.printf("\t%10.1f torch-host-ns/copy", p.HostS*1e9)
-		}
-		bw.printf("\n")
+	_, err := fmt.Fprintf(w, "goos: %s\ngoarch: %s\npkg: github.com/stridekit/stridekit/cmd/stridebench\ndevice: %s\n", runtime.GOOS, runtime.GOARCH, dev)
+	return err
+}
+
+// writeBenchLine writes the benchmark line of one case, or its failure.
+func writeBenchLine(w io.Writer, r *result) error {
+	bw := &errWriter{w: w}
+	if r.failed() {
+		bw.printf("--- FAIL: %s\n    %s: %s\n", benchName(r), r.Status, oneLine(r.Error))
+		return bw.err
 	}
-	if s := rep.Random; s != nil {
-		bw.printf("# random cases: %d, %d passed; %% of memcpy: min %.1f, p10 %.1f, median %.1f; %% of roofline: min %.1f, p10 %.1f, median %.1f\n",
-			s.Cases, s.OK, s.MinPct, s.P10Pct, s.MedianPct, s.MinRoof, s.P10Roof, s.MedianRoof)
-		for _, e := range s.Slowest {
-			bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
+	bw.printf("%s\t%8d\t%14.1f ns/op\t%10.2f MB/s\t%7.2f pct-memcpy\t%7.2f pct-roofline",
+		benchName(r), r.Reps*r.Batch, r.TimeNs, 2*float64(r.Bytes)/r.TimeNs*1e3, r.PctMemcpy, r.PctRoofline)
+	for _, n := range peerNames {
+		if p := r.Peers[n]; p != nil && p.Status == "ok" {
+			bw.printf("\t%7.2f %s-pct-memcpy", p.PctMemcpy, n)
 		}
+	}
+	if r.HostNsPerCopy > 0 {
+		bw.printf("\t%10.1f host-ns/copy", r.HostNsPerCopy)
+	}
+	if r.FloorNsPerCopy > 0 {
+		bw.printf("\t%10.1f floor-ns/copy", r.FloorNsPerCopy)
+	}
+	if p := r.Peers["torch"]; p != nil && p.HostS > 0 {
+		bw.printf("\t%10.1f torch-host-ns/copy", p.HostS*1e9)
+	}
+	bw.printf("\n")
+	return bw.err
+}
+
+// writeBenchSummary writes the random-case summary as '#' lines.
+func writeBenchSummary(w io.Writer, rep *report) error {
+	s := rep.Random
+	if s == nil {
+		return nil
+	}
+	bw := &errWriter{w: w}
+	bw.printf("# random cases: %d, %d passed; %% of memcpy: min %.1f, p10 %.1f, median %.1f; %% of roofline: min %.1f, p10 %.1f, median %.1f\n",
+		s.Cases, s.OK, s.MinPct, s.P10Pct, s.MedianPct, s.MinRoof, s.P10Roof, s.MedianRoof)
+	for _, e := range s.Slowest {
+		bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
 	}
 	return bw.err
 }
