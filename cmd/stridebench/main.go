@@ -86,6 +86,30 @@
 // Exit status: 0 when every case passed, 1 when a case failed or a run
 // (GPU, peers) could not be done, 2 on bad usage.
 //
+// # Flags
+//
+//	-suite FILE         the named cases (default testdata/bench/named.txt); with
+//	                    -random and no -suite, only random cases run
+//	-case REGEXP        run only the cases whose name matches
+//	-random N           add N random cases; -seed S (default 1) picks them,
+//	                    -random-views adds slices and flips, -random-bytes SIZE
+//	                    (default 256MiB) is about what each moves
+//	-device D           gpu (default), gpu:N for device ordinal N, or cpu
+//	-reps N             timed samples per copy, at least 20 (default 30)
+//	-warmup N           untimed copies first (default 5)
+//	-latency-iters N    copies for the host time per copy of small cases
+//	                    (default 2000; 0 skips it)
+//	-shrink SIZE        shrink cases that move more than SIZE bytes
+//	-compare            also run the peers; -python (default python3), -peers
+//	                    FILE (another peers.py), -frameworks (default
+//	                    torch,cupy,jax)
+//	-json FILE, -md FILE, -chart FILE.png|.svg   the reports
+//	-slowest N          how many of the slowest random cases to list (default 10)
+//	-quiet              no progress bar
+//	-list               print the cases as they would run, and exit
+//
+// Sizes are written 4096, 64KiB, 256MiB or 1GiB.
+//
 // # Case syntax
 //
 // A suite file holds one case a line; '#' starts a comment. A case is
@@ -125,7 +149,7 @@
 //
 // Random cases (-random N) are N-d permutations (plus slices and flips with
 // -random-views) of ranks 2–8, item sizes 1, 2, 3, 4, 8, 12 and 16, extents
-// 2–300 (a third of them primes) whose product lands near -random-bytes
+// 2–300 (some of them primes) whose product lands near -random-bytes
 // (ranks too low to reach it with extents up to 300 are skipped). They are
 // named rand-s<seed>-i<index> (randv- with views, -t<bytes> with a
 // non-default size) and depend only on those, so -case reproduces any one.

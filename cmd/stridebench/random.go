@@ -65,7 +65,7 @@ func randomName(seed uint64, index int, views bool, target int64) string {
 // randomCase builds case index of seed: a rank in randMinRank…randMaxRank
 // (at least the rank the target needs with extents up to randMaxExtent),
 // an item size from randItemTypes, extents in randMinExtent…randMaxExtent
-// (a third of them primes) whose product lands near the target, and a
+// (some of them primes) whose product lands near the target, and a
 // permutation that is not the identity. With views, some dims are sliced
 // (steps 2, 3, -1, -2, sometimes with an offset) and one may be flipped.
 func randomCase(seed uint64, index int, views bool, target int64) *Case {
