@@ -15,7 +15,7 @@ import (
 
 // errCase is wrapped by every error about a case whose views cannot be
 // built (a bad permutation, shapes that do not match, …).
-var errCase = errors.New("stridebench: bad case")
+var errCase = errors.New("bad case")
 
 // bufAlign is the alignment of every array the harness allocates; view
 // buffers start at byte offsets within these arrays.

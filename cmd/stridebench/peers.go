@@ -31,7 +31,7 @@ var peerNames = []string{"torch", "cupy", "jax"}
 
 // errPeers is wrapped by a failure of the peer subprocess as a whole (one
 // case's failure is reported in that case's peer result instead).
-var errPeers = errors.New("stridebench: peer frameworks")
+var errPeers = errors.New("peer frameworks")
 
 // peerCase is one case as peers.py reads it: the arrays and the view
 // operations, with every dim number non-negative.

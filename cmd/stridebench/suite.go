@@ -18,7 +18,7 @@ import (
 // syntax (so random cases print as lines a suite file could hold).
 
 // errSyntax is wrapped by every error about the text of a case line.
-var errSyntax = errors.New("stridebench: bad case syntax")
+var errSyntax = errors.New("bad case syntax")
 
 // syntaxError is a parse error at one token of one line of a suite file.
 type syntaxError struct {
