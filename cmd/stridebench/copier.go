@@ -19,10 +19,11 @@ import (
 // gpuCopier is stridekit's copy entry point as the harness uses it.
 type gpuCopier interface {
 	// prepare returns the function that copies the src view into the dst
-	// view on a stream. dst and src are index-0 pointers (the pointer
-	// convention of package layout). prepare runs once per pair of arrays,
-	// outside the timed loops; the returned function is what is timed.
-	prepare(dst cuda.DevicePtr, dl layout.Layout, src cuda.DevicePtr, sl layout.Layout) (func(st *cuda.Stream) error, error)
+	// view on a stream. Both views lie in buf, their index 0 (the pointer
+	// convention of package layout) dstAt and srcAt bytes from its start;
+	// dt is the case's dtype. prepare runs once per pair of arrays, outside
+	// the timed loops; the returned function is what is timed.
+	prepare(buf *cuda.Buffer, dstAt int64, dl layout.Layout, srcAt int64, sl layout.Layout, dt layout.DType) (func(st *cuda.Stream) error, error)
 }
 
 // newGPUCopier returns the copier the harness times.
@@ -50,8 +51,9 @@ func copyPlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) la
 	return kernels.PlanOptions(dev, dst, src, itemsize)
 }
 
-func (c *rawCopier) prepare(dst cuda.DevicePtr, dl layout.Layout, src cuda.DevicePtr, sl layout.Layout) (func(*cuda.Stream) error, error) {
-	d, s := lowest(dst, dl), lowest(src, sl)
+func (c *rawCopier) prepare(buf *cuda.Buffer, dstAt int64, dl layout.Layout, srcAt int64, sl layout.Layout, _ layout.DType) (func(*cuda.Stream) error, error) {
+	d := lowest(buf.Ptr()+cuda.DevicePtr(dstAt), dl)
+	s := lowest(buf.Ptr()+cuda.DevicePtr(srcAt), sl)
 	opt := copyPlanOptions(c.dev, d, s, dl.Itemsize())
 	return func(st *cuda.Stream) error {
 		if err := layout.PlanCopyInto(&c.plan, dl, sl, opt); err != nil {

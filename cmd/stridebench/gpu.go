@@ -118,12 +118,12 @@ func (g *gpuBackend) setup(b *built) (instance, error) {
 	}
 	in.copies = make([]func(*cuda.Stream) error, n)
 	for i := range n {
-		d := in.dstArray(i) + cuda.DevicePtr(b.DstOff*int64(b.Item))
-		s := in.srcArray(i) + cuda.DevicePtr(b.SrcOff*int64(b.Item))
+		s := int64(i)*in.pairBytes + b.SrcOff*int64(b.Item) // index 0 of each view, from buf's start
+		d := int64(i)*in.pairBytes + srcRegion + b.DstOff*int64(b.Item)
 		if i == 0 {
-			in.dst0, in.src0 = d, s
+			in.dst0, in.src0 = buf.Ptr()+cuda.DevicePtr(d), buf.Ptr()+cuda.DevicePtr(s)
 		}
-		if in.copies[i], err = g.cp.prepare(d, b.Dst, s, b.Src); err != nil {
+		if in.copies[i], err = g.cp.prepare(buf, d, b.Dst, s, b.Src, b.Case.DType); err != nil {
 			in.close()
 			return nil, err
 		}
