@@ -15,6 +15,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/layout"
@@ -53,8 +54,26 @@ func PlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) layout
 	if dev != nil {
 		arch = dev.Arch()
 	}
-	tb := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(min(itemsize, layout.MaxVectorBytes)), Vec: 1}, arch).TileBytes
-	return layout.PlanOptions{DstAlign: PtrAlign(uintptr(dst)), SrcAlign: PtrAlign(uintptr(src)), TileBytes: tb}
+	return layout.PlanOptions{DstAlign: PtrAlign(uintptr(dst)), SrcAlign: PtrAlign(uintptr(src)), TileBytes: tileBytes(arch, itemsize)}
+}
+
+// tileCache memoises the box-tile size by architecture (below 128) and
+// item size (1..16): KnobsFor walks the tuning table, too slow for every
+// copy. 0 means not yet looked up.
+var tileCache [128][layout.MaxVectorBytes + 1]atomic.Int32
+
+func tileBytes(arch, item int) int {
+	item = min(max(item, 1), layout.MaxVectorBytes)
+	if arch < 0 || arch >= len(tileCache) {
+		return gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch).TileBytes
+	}
+	c := &tileCache[arch][item]
+	if v := c.Load(); v != 0 {
+		return int(v)
+	}
+	v := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch).TileBytes
+	c.Store(int32(v))
+	return v
 }
 
 // PtrAlign returns the alignment of address p, at most 16 (what the planner

@@ -51,7 +51,12 @@ func New(shape, strides []int64, itemsize int) (Layout, error) {
 	if len(strides) != len(shape) {
 		return Layout{}, fmt.Errorf("%w: %d strides %v for %d dims of shape %v", ErrStride, len(strides), strides, len(shape), shape)
 	}
-	return build(append([]int64(nil), shape...), append([]int64(nil), strides...), itemsize)
+	// One backing array for both copies: one allocation.
+	n := len(shape)
+	b := make([]int64, 2*n)
+	copy(b, shape)
+	copy(b[n:], strides)
+	return build(b[:n:n], b[n:], itemsize)
 }
 
 // build checks offsets and sizes for overflow and fills the cached offsets.
@@ -209,6 +214,20 @@ func (l Layout) String() string {
 	b.WriteString(")x")
 	b.WriteString(strconv.Itoa(l.itemsize))
 	return b.String()
+}
+
+// Equal reports whether l and m are the same layout: same itemsize, shape
+// and strides. It allocates nothing.
+func (l Layout) Equal(m Layout) bool {
+	if l.itemsize != m.itemsize || len(l.shape) != len(m.shape) {
+		return false
+	}
+	for k := range l.shape {
+		if l.shape[k] != m.shape[k] || l.strides[k] != m.strides[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // mul64 returns a·b and whether it fits in int64.

@@ -323,7 +323,15 @@ func (b *Buffer) Close() error {
 	})
 }
 
-// CopyFromHost copies src into the start of the buffer, synchronously.
+// Closed reports whether Close has been called on the buffer (true for a
+// nil Buffer, which holds nothing).
+func (b *Buffer) Closed() bool { return b == nil || b.g.closed.Load() }
+
+// CopyFromHost copies src into the start of the buffer, synchronously: when
+// it returns, the bytes are in device memory, so work queued afterwards on
+// any stream sees them. (cuMemcpyHtoD alone returns once pageable memory has
+// been staged, before its DMA completes; CopyFromHost then waits for the
+// legacy default stream, which carries that DMA.)
 func (b *Buffer) CopyFromHost(src []byte) error {
 	d, err := b.device("CopyFromHost")
 	if err != nil {
@@ -336,7 +344,10 @@ func (b *Buffer) CopyFromHost(src []byte) error {
 		return errClosedBuffer
 	}
 	defer b.g.release()
-	return d.CopyHtoD(b.ptr, src)
+	if err := d.CopyHtoD(b.ptr, src); err != nil {
+		return err
+	}
+	return d.LegacyStream().Synchronize()
 }
 
 // CopyToHost copies the start of the buffer into dst, synchronously.

@@ -50,6 +50,18 @@ func (d *Device) LegacyStream() *Stream { return &Stream{dev: d, h: streamLegacy
 // two streams. Use it only where that is harmless. Its Close does nothing.
 func (d *Device) PerThreadStream() *Stream { return &Stream{dev: d, h: streamPerThread} }
 
+// StreamFromHandle wraps an existing CUstream of the device, created by
+// other code (a DLPack producer, a C library), without taking ownership:
+// its Close does nothing, and the stream must outlive every use. The
+// special handles 0x1 (legacy default) and 0x2 (per-thread default) are
+// accepted; 0 is the legacy default stream too.
+func (d *Device) StreamFromHandle(h uintptr) *Stream {
+	if h == 0 {
+		h = streamLegacy
+	}
+	return &Stream{dev: d, h: h}
+}
+
 // Device returns the stream's device (nil for a nil Stream).
 func (s *Stream) Device() *Device {
 	if s == nil {

@@ -1,0 +1,223 @@
+package memview
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stridekit/stridekit/kernels"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
+)
+
+// CopyOption configures one copy.
+type CopyOption func(*copyConfig)
+
+type copyConfig struct {
+	alloc    Allocator
+	blocking int8 // 0: the path's default; 1: wait; -1: return once queued
+}
+
+// Blocking sets whether the copy returns only when the data has arrived
+// (true) or once the work is queued on the stream (false). By default a
+// device-to-device copy returns once queued and a copy to or from host
+// memory returns when the data has arrived, as cuda.core documents.
+// Blocking(false) on a host transfer is honoured when the host side is
+// pinned memory and gap-free (moved by one DMA): the host memory must then
+// stay untouched until the stream reaches the copy. Copies that stage
+// through pinned buffers (pageable host memory, host views with gaps or
+// broadcast dims) gather and scatter on the CPU and so always return when
+// done; host-to-host copies run on the CPU and always block.
+func Blocking(b bool) CopyOption {
+	return func(c *copyConfig) {
+		c.blocking = -1
+		if b {
+			c.blocking = 1
+		}
+	}
+}
+
+// WithAllocator makes the copy take its temporaries (device buffers, and
+// pinned staging buffers for host transfers) from a instead of the default
+// (cuda.Device.Alloc, stream-ordered where the device has memory pools, and
+// a process-wide pool of pinned staging buffers).
+func WithAllocator(a Allocator) CopyOption { return func(c *copyConfig) { c.alloc = a } }
+
+// Allocator provides a copy's temporaries. Buffers are given back with
+// Close: device buffers right after the work that uses them is queued on s
+// (so they must be stream-ordered on s, or the allocator must delay their
+// reuse), staging buffers once the copy is done with them.
+type Allocator interface {
+	// AllocDevice returns size bytes of device memory on dev usable on s.
+	AllocDevice(dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error)
+	// AllocHost returns size bytes of pinned host memory for dev's copies.
+	AllocHost(dev *cuda.Device, size int) (*cuda.Buffer, error)
+}
+
+// CopyFrom copies every element of src into the element of v at the same
+// index: v ← src. src must have v's shape or broadcast to it (NumPy's
+// rules), and the same dtype (there are no conversions). Either view may be
+// on the host (pageable or pinned) or on a device; device memory involved
+// needs a stream of that device, on which the work is queued (host-to-host
+// copies run on the CPU and take a nil stream; given one, they first wait
+// for it). See Blocking for when it returns.
+//
+// It fails, with v unchanged, when v is read-only (ErrReadOnly), the
+// dtypes differ (ErrDType), the shapes do not broadcast (layout.ErrShape),
+// v's elements overlap (layout.ErrOverlappingDst), the views are on two
+// devices (ErrDevice), a view or its buffer is closed (ErrClosed), or a
+// needed stream is nil or of another device (ErrNilStream, ErrDevice);
+// every error names both views. When src and v share memory, the result is
+// that of copying from a snapshot of src (src is staged through a
+// temporary); copying a view onto itself does nothing. A failure after data
+// started moving wraps ErrIncomplete.
+func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opts ...CopyOption) error {
+	if err := checkCopy(v, src); err != nil {
+		return err
+	}
+	var cfg copyConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	dd, sd := v.onDevice(), src.onDevice()
+	var err error
+	switch {
+	case !dd && !sd:
+		err = hostToHost(v, src, s)
+	case dd && sd && v.dev != src.dev:
+		// Peer copies between devices go here.
+		err = fmt.Errorf("%w: %v and %v", ErrDevice, v.dev, src.dev)
+	case dd && sd:
+		err = deviceToDevice(v, src, s, &cfg)
+	case dd:
+		err = hostToDevice(v, src, s, &cfg)
+	default:
+		err = deviceToHost(v, src, s, &cfg)
+	}
+	if err != nil {
+		return fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
+	}
+	return nil
+}
+
+// CopyTo copies v into dst: dst.CopyFrom(v, s, opts...).
+func (v *StridedMemoryView) CopyTo(dst *StridedMemoryView, s *cuda.Stream, opts ...CopyOption) error {
+	if dst == nil {
+		return fmt.Errorf("%w: CopyTo a nil view", ErrNilView)
+	}
+	return dst.CopyFrom(v, s, opts...)
+}
+
+// onDevice reports whether the view's memory is served by device kernels:
+// device and managed memory. Host memory, pinned included, is moved by DMA
+// and the CPU.
+func (v *StridedMemoryView) onDevice() bool {
+	return v.kind == cuda.MemoryDevice || v.kind == cuda.MemoryManaged
+}
+
+// checkCopy checks what involves both views; everything else was checked
+// when they were made.
+func checkCopy(dst, src *StridedMemoryView) error {
+	switch {
+	case dst == nil || src == nil:
+		return fmt.Errorf("%w: copy %v → %v", ErrNilView, src, dst)
+	case dst.closed():
+		return fmt.Errorf("memview: copy %v → %v: dst: %w", src, dst, ErrClosed)
+	case src.closed():
+		return fmt.Errorf("memview: copy %v → %v: src: %w", src, dst, ErrClosed)
+	case dst.readOnly:
+		return fmt.Errorf("memview: copy %v → %v: %w", src, dst, ErrReadOnly)
+	case dst.dt != src.dt:
+		return fmt.Errorf("memview: copy %v → %v: %w: %v into %v", src, dst, ErrDType, src.dt, dst.dt)
+	case !dst.unique:
+		return fmt.Errorf("memview: copy %v → %v: %w: dst has two indices at one element", src, dst, layout.ErrOverlappingDst)
+	}
+	return nil
+}
+
+// checkStream checks that s is a stream of dev.
+func checkStream(s *cuda.Stream, dev *cuda.Device) error {
+	if s == nil {
+		return fmt.Errorf("%w: a copy involving %v memory needs one of its streams", ErrNilStream, dev)
+	}
+	if s.Device() != dev {
+		return fmt.Errorf("%w: stream of %v for memory on %v", ErrDevice, s.Device(), dev)
+	}
+	return nil
+}
+
+var planPool = sync.Pool{New: func() any { return new(layout.Plan) }}
+
+// overlaps reports whether the spans of two views share a byte.
+func overlaps(a, b *StridedMemoryView) bool {
+	return a.span > 0 && b.span > 0 && a.low < b.low+uintptr(b.span) && b.low < a.low+uintptr(a.span)
+}
+
+func deviceToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) error {
+	dev := dst.dev
+	if err := checkStream(s, dev); err != nil {
+		return err
+	}
+	if dst.ptr == src.ptr && dst.l.Equal(src.l) {
+		return nil // a view onto itself
+	}
+	p := planPool.Get().(*layout.Plan)
+	defer planPool.Put(p)
+	srcLow := cuda.DevicePtr(src.low)
+	var tmp *cuda.Buffer
+	if overlaps(dst, src) {
+		// Snapshot src's span first.
+		var err error
+		if tmp, err = allocDevice(cfg, dev, int(src.span), s); err != nil {
+			return err
+		}
+		defer tmp.Close()
+		if err := dev.MemcpyAsync(tmp.Ptr(), srcLow, int(src.span), s); err != nil {
+			return err
+		}
+		srcLow = tmp.Ptr()
+	}
+	if err := layout.PlanCopyInto(p, dst.l, src.l, kernels.PlanOptions(dev, cuda.DevicePtr(dst.low), srcLow, dst.l.Itemsize())); err != nil {
+		return err
+	}
+	if err := kernels.Launch(dev, s, cuda.DevicePtr(dst.low), srcLow, p); err != nil {
+		return err
+	}
+	if cfg.blocking > 0 {
+		return s.Synchronize()
+	}
+	return nil
+}
+
+func hostToHost(dst, src *StridedMemoryView, s *cuda.Stream) error {
+	if s != nil {
+		// Pinned memory may have copies queued on s: run after them.
+		if err := s.Synchronize(); err != nil {
+			return err
+		}
+	}
+	return hostcopy.Copy(dst.hostBytes(), dst.l, src.hostBytes(), src.l)
+}
+
+func allocDevice(cfg *copyConfig, dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
+	size = max(size, 1)
+	if cfg.alloc != nil {
+		b, err := cfg.alloc.AllocDevice(dev, size, s)
+		if err == nil && (b == nil || b.Size() < size || b.Kind() != cuda.MemoryDevice && b.Kind() != cuda.MemoryManaged) {
+			err = fmt.Errorf("memview: allocator gave %v for %d bytes of device memory: %w", b, size, cuda.ErrInvalidValue)
+		}
+		return b, err
+	}
+	return dev.Alloc(size, s)
+}
+
+// incomplete marks err as a failure after data started moving.
+func incomplete(err error) error {
+	if err == nil || errors.Is(err, ErrIncomplete) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrIncomplete, err)
+}
