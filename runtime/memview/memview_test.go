@@ -110,7 +110,9 @@ func TestCopyErrors(t *testing.T) {
 		}
 		return v
 	}
-	dev := func(d *cuda.Device, at uintptr) *StridedMemoryView { return fakeView(t, cuda.MemoryDevice, d, at, l, layout.Float32) }
+	dev := func(d *cuda.Device, at uintptr) *StridedMemoryView {
+		return fakeView(t, cuda.MemoryDevice, d, at, l, layout.Float32)
+	}
 	i32 := host()
 	i32, _ = i32.View(l, layout.Int32)
 	bcast := fakeView(t, cuda.MemoryDevice, d0, 0x10000, mustNew(t, []int64{8, 8}, []int64{0, 1}, 4), layout.Float32)
