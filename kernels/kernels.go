@@ -57,6 +57,16 @@ func PlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) layout
 	return layout.PlanOptions{DstAlign: PtrAlign(uintptr(dst)), SrcAlign: PtrAlign(uintptr(src)), TileBytes: tileBytes(arch, itemsize)}
 }
 
+// ResetTuning forgets the box-tile sizes looked up so far, so that plans
+// made after a gen.Override see it (the tuner calls it).
+func ResetTuning() {
+	for a := range tileCache {
+		for i := range tileCache[a] {
+			tileCache[a][i].Store(0)
+		}
+	}
+}
+
 // tileCache memoises the box-tile size by architecture (below 128) and
 // item size (1..16): KnobsFor walks the tuning table, too slow for every
 // copy. 0 means not yet looked up.
