@@ -27,7 +27,7 @@ enum { NT = 256 }; // threads per block
 // A is the argument block, byte for byte gen.Pack's.
 struct A {
 	long long ntiles;            // tiles in the launch
-	long long shi;               // src bytes [0, shi) may be read
+	long long slo, shi;          // src bytes [slo, shi) (from the src pointer) may be read
 	long long sstep, dstep;      // element stride of a run in src, in dst
 	long long shape[ND], dstride[ND], sstride[ND];
 	long long tile[ND];          // box extent along each dim
@@ -145,6 +145,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 		}
 		tB[i] = s;
 	}
+	const u8* const slo = src + a.slo;
 	const u8* const shi = src + a.shi;
 	const U ntiles = (U)a.ntiles;
 	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
@@ -169,8 +170,9 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 			const int lanes = 1 << a.lgs, n = (a.cprs + lanes - 1) / lanes * a.rs * lanes;
 			for (int it = threadIdx.x; it < n; it += NT) {
 				const int rr = it >> a.lgs;
-				const int j = (int)sk_div((unsigned int)rr, a.mrs, a.hrs, a.rs);
-				const int q = (rr - j * a.rs) * lanes + (it & (lanes - 1));
+				const int qg = (int)sk_div((unsigned int)rr, a.mrs, a.hrs, a.rs);
+				const int j = rr - qg * a.rs;
+				const int q = qg * lanes + (it & (lanes - 1));
 				if (q >= a.cprs) continue;
 				int len = a.ls;
 				if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
@@ -180,7 +182,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 				const I base = sb + tG[j];
 				const long long vstart = (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
 				u32 o[4];
-				ld16(src + vstart + x0, src, shi, o);
+				ld16(src + vstart + x0, slo, shi, o);
 				u8* const d = sm + j * a.rps + x0;
 #pragma unroll
 				for (int k = 0; k < 4; k++)
@@ -206,8 +208,9 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 			const int lanes = 1 << a.lgd, n = (a.cprd + lanes - 1) / lanes * a.rd * lanes;
 			for (int it = threadIdx.x; it < n; it += NT) {
 				const int rr = it >> a.lgd;
-				const int m = (int)sk_div((unsigned int)rr, a.mrd, a.hrd, a.rd);
-				const int q = (rr - m * a.rd) * lanes + (it & (lanes - 1));
+				const int qg = (int)sk_div((unsigned int)rr, a.mrd, a.hrd, a.rd);
+				const int m = rr - qg * a.rd;
+				const int q = qg * lanes + (it & (lanes - 1));
 				if (q >= a.cprd) continue;
 				int len = a.ld;
 				if (part && !runok(m, a.dord, a.ndr, a.nk, a.ld, a, rem, len)) continue;
