@@ -6,13 +6,13 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/dlpackc"
 	"github.com/stridekit/stridekit/runtime/dlpack"
-	"github.com/stridekit/stridekit/runtime/dlpack/internal/cabi"
 )
 
 // TestABI checks every size, alignment and field offset of the Go structs
 // against the C compiler's, for the C declarations written from the DLPack
-// 1.3 specification in package cabi.
+// 1.3 specification in package dlpackc.
 func TestABI(t *testing.T) {
 	var (
 		ver  dlpack.DLPackVersion
@@ -68,7 +68,7 @@ func TestABI(t *testing.T) {
 		"DLManagedTensorVersioned.dl_tensor":   unsafe.Offsetof(vers.DLTensor),
 	}
 	seen := map[string]bool{}
-	for _, e := range cabi.ABI() {
+	for _, e := range dlpackc.ABI() {
 		seen[e.Name] = true
 		g, ok := goABI[e.Name]
 		if !ok {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/dlpackc"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/dlpack"
-	"github.com/stridekit/stridekit/runtime/dlpack/internal/cabi"
 )
 
 // viewCase is a strided view of a C-order int32 array whose element at
@@ -41,12 +41,12 @@ var viewCases = []viewCase{
 }
 
 // newBase returns C memory holding the case's base array.
-func (c viewCase) newBase(t *testing.T) *cabi.Buffer {
+func (c viewCase) newBase(t *testing.T) *dlpackc.Buffer {
 	n := int64(1)
 	for _, e := range c.base {
 		n *= e
 	}
-	b := cabi.Malloc(int(n) * 4)
+	b := dlpackc.Malloc(int(n) * 4)
 	t.Cleanup(b.Free)
 	for f := range n {
 		binary.LittleEndian.PutUint32(b.Bytes()[4*f:], uint32(1000+f))
@@ -78,7 +78,7 @@ func newID() int { nextID++; return nextID }
 
 // readInt32 reads the element at index ix of the imported d, whose memory
 // lies in b, in Go.
-func readInt32(t *testing.T, d dlpack.Desc, b *cabi.Buffer, ix []int64) uint64 {
+func readInt32(t *testing.T, d dlpack.Desc, b *dlpackc.Buffer, ix []int64) uint64 {
 	t.Helper()
 	off := int64(d.Ptr - b.Addr())
 	for k, s := range d.Layout.Strides() {
@@ -102,18 +102,18 @@ func TestImportFromC(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				b := c.newBase(t)
-				spec := cabi.Spec{ID: newID(), Data: b.Addr(), NDim: int32(len(c.shape)), Shape: c.shape, Strides: c.strides,
+				spec := dlpackc.Spec{ID: newID(), Data: b.Addr(), NDim: int32(len(c.shape)), Shape: c.shape, Strides: c.strides,
 					Code: layout.KDLInt, Bits: 32, Lanes: 1, ByteOffset: c.byteOffset, DeviceType: int32(dlpack.KDLCPU),
 					Major: 1, Minor: 3, Flags: uint64(dlpack.FlagReadOnly)}
 				var d dlpack.Desc
 				var err error
 				var release func()
 				if legacy {
-					m := (*dlpack.DLManagedTensor)(cabi.ProduceLegacy(spec))
+					m := (*dlpack.DLManagedTensor)(dlpackc.ProduceLegacy(spec))
 					d, err = dlpack.ImportLegacy(m)
 					release = func() { dlpack.CallLegacyDeleter(m) }
 				} else {
-					m := (*dlpack.DLManagedTensorVersioned)(cabi.Produce(spec))
+					m := (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(spec))
 					d, err = dlpack.ImportVersioned(m)
 					release = func() { dlpack.CallDeleter(m) }
 				}
@@ -140,7 +140,7 @@ func TestImportFromC(t *testing.T) {
 				if legacy {
 					wantV, wantL = 0, 1
 				}
-				if v, l := cabi.DeleterCalls(spec.ID); v != wantV || l != wantL {
+				if v, l := dlpackc.DeleterCalls(spec.ID); v != wantV || l != wantL {
 					t.Errorf("C deleter calls (versioned, legacy) = (%d, %d), want (%d, %d)", v, l, wantV, wantL)
 				}
 			})
@@ -154,22 +154,22 @@ func TestImportFromC(t *testing.T) {
 func TestImportFromCNullStrides(t *testing.T) {
 	c := viewCase{base: []int64{3, 4}}
 	b := c.newBase(t)
-	spec := cabi.Spec{Data: b.Addr(), NDim: 2, Shape: []int64{3, 4}, Code: layout.KDLInt, Bits: 32, Lanes: 1,
+	spec := dlpackc.Spec{Data: b.Addr(), NDim: 2, Shape: []int64{3, 4}, Code: layout.KDLInt, Bits: 32, Lanes: 1,
 		DeviceType: int32(dlpack.KDLCPU), Major: 1, Minor: 1}
 
 	spec.ID = newID()
-	lm := (*dlpack.DLManagedTensor)(cabi.ProduceLegacy(spec))
+	lm := (*dlpack.DLManagedTensor)(dlpackc.ProduceLegacy(spec))
 	d, err := dlpack.ImportLegacy(lm)
 	if err != nil || d.Layout.String() != "(3,4):(4,1)x4" || readInt32(t, d, b, []int64{2, 1}) != 1009 {
 		t.Errorf("legacy: %v, %v", d.Layout, err)
 	}
 	dlpack.CallLegacyDeleter(lm)
-	if _, l := cabi.DeleterCalls(spec.ID); l != 1 {
+	if _, l := dlpackc.DeleterCalls(spec.ID); l != 1 {
 		t.Errorf("legacy deleter ran %d times", l)
 	}
 
 	spec.ID = newID()
-	vm := (*dlpack.DLManagedTensorVersioned)(cabi.Produce(spec))
+	vm := (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(spec))
 	d, err = dlpack.ImportVersioned(vm)
 	if err != nil || d.Layout.String() != "(3,4):(4,1)x4" {
 		t.Errorf("1.1: %v, %v", d.Layout, err)
@@ -177,12 +177,12 @@ func TestImportFromCNullStrides(t *testing.T) {
 	dlpack.CallDeleter(vm)
 
 	spec.ID, spec.Minor = newID(), 3
-	vm = (*dlpack.DLManagedTensorVersioned)(cabi.Produce(spec))
+	vm = (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(spec))
 	if _, err := dlpack.ImportVersioned(vm); !errors.Is(err, dlpack.ErrStrides) {
 		t.Errorf("1.3 with NULL strides: error %v, want ErrStrides", err)
 	}
 	dlpack.CallDeleter(vm)
-	if v, _ := cabi.DeleterCalls(spec.ID); v != 1 {
+	if v, _ := dlpackc.DeleterCalls(spec.ID); v != 1 {
 		t.Errorf("versioned deleter ran %d times", v)
 	}
 }
@@ -194,23 +194,23 @@ func TestImportFromCNullStrides(t *testing.T) {
 func TestImportFromCRefused(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		spec cabi.Spec
+		spec dlpackc.Spec
 		err  error
 	}{
-		{"major-2", cabi.Spec{Major: 2, NDim: -7, Code: 99}, dlpack.ErrVersion},
-		{"rocm", cabi.Spec{Major: 1, Minor: 3, Data: 0x1000, NDim: 1, Shape: []int64{4}, Strides: []int64{1},
+		{"major-2", dlpackc.Spec{Major: 2, NDim: -7, Code: 99}, dlpack.ErrVersion},
+		{"rocm", dlpackc.Spec{Major: 1, Minor: 3, Data: 0x1000, NDim: 1, Shape: []int64{4}, Strides: []int64{1},
 			Code: layout.KDLFloat, Bits: 32, Lanes: 1, DeviceType: int32(dlpack.KDLROCM)}, dlpack.ErrUnsupportedDevice},
-		{"fp4-odd", cabi.Spec{Major: 1, Minor: 3, Data: 0x1000, NDim: 2, Shape: []int64{2, 3}, Strides: []int64{3, 1},
+		{"fp4-odd", dlpackc.Spec{Major: 1, Minor: 3, Data: 0x1000, NDim: 2, Shape: []int64{2, 3}, Strides: []int64{3, 1},
 			Code: layout.KDLFloat4E2M1FN, Bits: 4, Lanes: 1, DeviceType: int32(dlpack.KDLCUDA)}, dlpack.ErrSubByte},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.spec.ID = newID()
-			m := (*dlpack.DLManagedTensorVersioned)(cabi.Produce(c.spec))
+			m := (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(c.spec))
 			if _, err := dlpack.ImportVersioned(m); !errors.Is(err, c.err) {
 				t.Errorf("error %v, want %v", err, c.err)
 			}
 			dlpack.CallDeleter(m)
-			if v, _ := cabi.DeleterCalls(c.spec.ID); v != 1 {
+			if v, _ := dlpackc.DeleterCalls(c.spec.ID); v != 1 {
 				t.Errorf("deleter ran %d times, want 1", v)
 			}
 		})
@@ -219,14 +219,14 @@ func TestImportFromCRefused(t *testing.T) {
 
 // TestImportFromCSubByte imports packed and padded fp4 tensors from C.
 func TestImportFromCSubByte(t *testing.T) {
-	spec := cabi.Spec{Major: 1, Minor: 3, Data: 0x10000, NDim: 2, Shape: []int64{3, 8}, Strides: []int64{16, 1},
+	spec := dlpackc.Spec{Major: 1, Minor: 3, Data: 0x10000, NDim: 2, Shape: []int64{3, 8}, Strides: []int64{16, 1},
 		Code: layout.KDLFloat4E2M1FN, Bits: 4, Lanes: 1, DeviceType: int32(dlpack.KDLCUDA), DeviceID: 2, ByteOffset: 3}
 	for _, c := range []struct {
 		flags dlpack.Flags
 		want  string
 	}{{0, "(3,4):(8,1)x1"}, {dlpack.FlagIsSubbyteTypePadded, "(3,8):(16,1)x1"}} {
 		spec.ID, spec.Flags = newID(), uint64(c.flags)
-		m := (*dlpack.DLManagedTensorVersioned)(cabi.Produce(spec))
+		m := (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(spec))
 		d, err := dlpack.ImportVersioned(m)
 		if err != nil || d.Layout.String() != c.want || d.Ptr != 0x10003 || d.DType != layout.Float4E2M1 ||
 			d.Device != (dlpack.DLDevice{DeviceType: dlpack.KDLCUDA, DeviceID: 2}) {
@@ -252,7 +252,7 @@ func TestExportToC(t *testing.T) {
 				r := dlpack.ExportRequest{Data: b.Addr() + uintptr(c.byteOffset), Device: dlpack.DLDevice{DeviceType: dlpack.KDLCPU},
 					DType: layout.Int32, Shape: c.shape, Strides: c.strides, Release: cnt.release}
 				ix := indices(c.shape)
-				var got cabi.Consumed
+				var got dlpackc.Consumed
 				var err error
 				var p unsafe.Pointer
 				if legacy {
@@ -261,7 +261,7 @@ func TestExportToC(t *testing.T) {
 						t.Fatal(xerr)
 					}
 					p = unsafe.Pointer(m)
-					got, err = cabi.ConsumeLegacy(p, ix)
+					got, err = dlpackc.ConsumeLegacy(p, ix)
 				} else {
 					r.Flags = dlpack.FlagReadOnly | dlpack.FlagIsCopied
 					m, xerr := dlpack.Export(r)
@@ -269,7 +269,7 @@ func TestExportToC(t *testing.T) {
 						t.Fatal(xerr)
 					}
 					p = unsafe.Pointer(m)
-					got, err = cabi.ConsumeVersioned(p, ix)
+					got, err = dlpackc.ConsumeVersioned(p, ix)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -298,9 +298,9 @@ func TestExportToC(t *testing.T) {
 					t.Error("release ran before the deleter")
 				}
 				if legacy {
-					cabi.DeleteLegacy(p, 1)
+					dlpackc.DeleteLegacy(p, 1)
 				} else {
-					cabi.DeleteVersioned(p, 1)
+					dlpackc.DeleteVersioned(p, 1)
 				}
 				if cnt.n.Load() != 1 {
 					t.Errorf("release ran %d times, want 1", cnt.n.Load())
@@ -318,9 +318,9 @@ func TestRoundTripCGoC(t *testing.T) {
 	for _, c := range viewCases {
 		t.Run(c.name, func(t *testing.T) {
 			b := c.newBase(t)
-			spec := cabi.Spec{ID: newID(), Data: b.Addr(), NDim: int32(len(c.shape)), Shape: c.shape, Strides: c.strides,
+			spec := dlpackc.Spec{ID: newID(), Data: b.Addr(), NDim: int32(len(c.shape)), Shape: c.shape, Strides: c.strides,
 				Code: layout.KDLInt, Bits: 32, Lanes: 1, ByteOffset: c.byteOffset, DeviceType: int32(dlpack.KDLCPU), Major: 1, Minor: 3}
-			in := (*dlpack.DLManagedTensorVersioned)(cabi.Produce(spec))
+			in := (*dlpack.DLManagedTensorVersioned)(dlpackc.Produce(spec))
 			d, err := dlpack.ImportVersioned(in)
 			if err != nil {
 				dlpack.CallDeleter(in)
@@ -333,7 +333,7 @@ func TestRoundTripCGoC(t *testing.T) {
 				t.Fatal(err)
 			}
 			ix := indices(c.shape)
-			got, err := cabi.ConsumeVersioned(unsafe.Pointer(out), ix)
+			got, err := dlpackc.ConsumeVersioned(unsafe.Pointer(out), ix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -342,11 +342,11 @@ func TestRoundTripCGoC(t *testing.T) {
 					t.Errorf("element %v = %d, want %d", x, got.Values[i], c.want(x))
 				}
 			}
-			if v, _ := cabi.DeleterCalls(spec.ID); v != 0 {
+			if v, _ := dlpackc.DeleterCalls(spec.ID); v != 0 {
 				t.Errorf("C tensor released before the Go export")
 			}
-			cabi.DeleteVersioned(unsafe.Pointer(out), 1)
-			if v, l := cabi.DeleterCalls(spec.ID); v != 1 || l != 0 {
+			dlpackc.DeleteVersioned(unsafe.Pointer(out), 1)
+			if v, l := dlpackc.DeleterCalls(spec.ID); v != 1 || l != 0 {
 				t.Errorf("C deleter calls (%d, %d), want (1, 0)", v, l)
 			}
 			checkNoLiveExports(t)
@@ -364,12 +364,12 @@ func TestCDeletesTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cabi.DeleteVersioned(unsafe.Pointer(m), 2)
+	dlpackc.DeleteVersioned(unsafe.Pointer(m), 2)
 	l, err := dlpack.ExportLegacy(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cabi.DeleteLegacy(unsafe.Pointer(l), 2)
+	dlpackc.DeleteLegacy(unsafe.Pointer(l), 2)
 	if cnt.n.Load() != 2 {
 		t.Errorf("release ran %d times for two exports, want 2", cnt.n.Load())
 	}
@@ -385,7 +385,7 @@ func TestDeleterOnForeignThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cabi.DeleteVersionedOnThread(unsafe.Pointer(m)); err != nil {
+	if err := dlpackc.DeleteVersionedOnThread(unsafe.Pointer(m)); err != nil {
 		t.Fatal(err)
 	}
 	if cnt.n.Load() != 1 {

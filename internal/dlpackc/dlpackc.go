@@ -1,11 +1,12 @@
 //go:build cgo
 
-// Package cabi is the C side of runtime/dlpack's tests: DLPack's structs
-// declared in C from the DLPack 1.3 specification, their field offsets and
-// sizes as the C compiler lays them out, and a C producer and a C consumer
-// of DLPack tensors, so the tests can exchange tensors with real C code in
-// both directions. Only tests import it; it needs cgo.
-package cabi
+// Package dlpackc is the C side of the DLPack tests (runtime/dlpack,
+// runtime/memview, internal/capi): DLPack's structs declared in C from the
+// DLPack 1.3 specification, their field offsets and sizes as the C compiler
+// lays them out, and a C producer and a C consumer of DLPack tensors, so the
+// tests can exchange tensors with real C code in both directions. Only tests
+// import it; it needs cgo.
+package dlpackc
 
 /*
 #cgo LDFLAGS: -lpthread
@@ -368,7 +369,7 @@ type Buffer struct {
 func Malloc(n int) *Buffer {
 	p := C.calloc(C.size_t(n), 1)
 	if p == nil {
-		panic("cabi: calloc failed")
+		panic("dlpackc: calloc failed")
 	}
 	return &Buffer{p, n}
 }
@@ -440,7 +441,7 @@ func arrays(s Spec, pin *runtime.Pinner) (shape, strides *C.int64_t) {
 // s.ID and frees the block.
 func Produce(s Spec) unsafe.Pointer {
 	if int(s.NDim) > len(s.Shape) || s.Strides != nil && int(s.NDim) > len(s.Strides) {
-		panic("cabi: Spec has fewer shape or stride values than NDim")
+		panic("dlpackc: Spec has fewer shape or stride values than NDim")
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -453,7 +454,7 @@ func Produce(s Spec) unsafe.Pointer {
 // and s.Flags are not used).
 func ProduceLegacy(s Spec) unsafe.Pointer {
 	if int(s.NDim) > len(s.Shape) || s.Strides != nil && int(s.NDim) > len(s.Strides) {
-		panic("cabi: Spec has fewer shape or stride values than NDim")
+		panic("dlpackc: Spec has fewer shape or stride values than NDim")
 	}
 	var pin runtime.Pinner
 	defer pin.Unpin()
@@ -491,7 +492,7 @@ type Consumed struct {
 // ErrUnreadable reports a tensor the C consumer does not handle (more than
 // 16 dims, elements over 8 bytes, NULL shape with dims) or an index out of
 // range.
-var ErrUnreadable = errors.New("cabi: the C consumer cannot read this tensor")
+var ErrUnreadable = errors.New("dlpackc: the C consumer cannot read this tensor")
 
 func consume(p unsafe.Pointer, indices [][]int64, versioned bool) (Consumed, error) {
 	var out C.consumed
@@ -566,7 +567,7 @@ func DeleteLegacy(p unsafe.Pointer, times int) {
 // never seen, and waits for it.
 func DeleteVersionedOnThread(p unsafe.Pointer) error {
 	if C.delete_versioned_on_thread((*C.DLManagedTensorVersioned)(p)) != 0 {
-		return errors.New("cabi: pthread_create or pthread_join failed")
+		return errors.New("dlpackc: pthread_create or pthread_join failed")
 	}
 	return nil
 }
