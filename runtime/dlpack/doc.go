@@ -65,7 +65,8 @@
 // ParseCUDAStream interprets the CUDA stream value of the __dlpack__(stream=…)
 // protocol: -1 no synchronisation, 1 the legacy default stream, 2 the
 // per-thread default stream, above 2 a CUstream handle, and 0 refused as
-// ambiguous. CUDAStreamValue gives the value to pass for a cuda.Stream.
+// ambiguous. CUDAStreamValue gives the value to pass for a cuda.Stream, and
+// StreamRequest.Stream the cuda.Stream a parsed value names.
 //
 // # Errors
 //

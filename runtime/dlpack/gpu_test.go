@@ -37,6 +37,11 @@ func TestGPUStreamValue(t *testing.T) {
 		if err != nil || r.Kind != c.kind || r.Handle != c.s.Handle() {
 			t.Errorf("ParseCUDAStream(%d) = %+v, %v; want kind %v handle %#x", v, r, err, c.kind, c.s.Handle())
 		}
+		if got := r.Stream(dev); got == nil || got.Handle() != c.s.Handle() || got.Device() != dev {
+			t.Errorf("stream of %d: %v, want handle %#x on %v", v, got, c.s.Handle(), dev)
+		} else if err := got.Synchronize(); err != nil {
+			t.Errorf("stream of %d: Synchronize: %v", v, err)
+		}
 	}
 	if s.Handle() <= 2 {
 		t.Errorf("a created stream's handle %#x collides with a special value", s.Handle())

@@ -101,3 +101,16 @@ func CUDAStreamValue(s *cuda.Stream) int64 {
 	}
 	return int64(s.Handle())
 }
+
+// Stream returns the stream r names, as a stream of dev a consumer's or
+// producer's code can queue work on or wait with: nil for SyncNone (there
+// is nothing to order before), else dev.StreamFromHandle(r.Handle), which
+// does not own the stream (its Close does nothing). A per-thread default
+// stream (SyncPerThread) is the calling OS thread's, which in Go is any
+// thread: see cuda.Device.PerThreadStream before using it.
+func (r StreamRequest) Stream(dev *cuda.Device) *cuda.Stream {
+	if r.Kind == SyncNone || r.Kind == 0 {
+		return nil
+	}
+	return dev.StreamFromHandle(r.Handle)
+}

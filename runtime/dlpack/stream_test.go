@@ -47,3 +47,24 @@ func TestCUDAStreamValueNil(t *testing.T) {
 		t.Errorf("CUDAStreamValue(nil) = %d, want %d", v, dlpack.StreamLegacy)
 	}
 }
+
+// TestStreamRequestStream checks the stream each kind of request names: none
+// for no-sync, and the handle itself for the others.
+func TestStreamRequestStream(t *testing.T) {
+	if s := (dlpack.StreamRequest{Kind: dlpack.SyncNone}).Stream(nil); s != nil {
+		t.Errorf("no-sync request names stream %#x, want none", s.Handle())
+	}
+	if s := (dlpack.StreamRequest{}).Stream(nil); s != nil {
+		t.Errorf("zero request names stream %#x, want none", s.Handle())
+	}
+	for _, v := range []int64{1, 2, 0x55d0c0ffee00} {
+		r, err := dlpack.ParseCUDAStream(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.Stream(nil)
+		if s == nil || s.Handle() != uintptr(v) {
+			t.Errorf("stream of %d: %v, want handle %#x", v, s, v)
+		}
+	}
+}
