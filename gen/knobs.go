@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,7 +25,9 @@ type Knobs struct {
 	// or more dims: their loads are in flight together.
 	Rows int
 	// Unroll is how many 16-byte loads a thread of the contiguous kernel
-	// keeps in flight.
+	// keeps in flight, and how many 16-byte pieces a thread of the box-tile
+	// kernel loads before it stores them (four times as many elements of a
+	// strided run, at most 32 registers' worth).
 	Unroll int
 	// BlocksPerSM is how many blocks per multiprocessor the looping grids
 	// of the contiguous and box-tile kernels hold.
@@ -181,6 +184,7 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 	if loadTuning() != nil {
 		return k
 	}
+	defer envKnobs(sig, &k)
 	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
 	for spec := 0; spec < 8; spec++ {
 		for _, e := range tuning.entries {
@@ -225,6 +229,39 @@ func (k *Knobs) apply(set map[string]int) {
 		case "storelanes":
 			k.StoreLanes = v
 		}
+	}
+}
+
+// envKnobs applies $STRIDEKIT_KNOBS, an experimenter's override of the
+// table: entries "CLASS[/ITEM] KNOB=VALUE ..." separated by ';' (e.g.
+// "btile threads=128 storelanes=4; tile/1 wordcols=0"), applied to the
+// signatures they match. Bad entries are ignored: KnobsFor cannot fail, and
+// CheckKnobs refuses the result when it renders.
+func envKnobs(sig layout.Signature, k *Knobs) {
+	env := os.Getenv("STRIDEKIT_KNOBS")
+	if env == "" {
+		return
+	}
+	for _, entry := range strings.Split(env, ";") {
+		f := strings.Fields(entry)
+		if len(f) < 2 {
+			continue
+		}
+		cls, item, _ := strings.Cut(f[0], "/")
+		if c, err := layout.ParseClass(cls); err != nil || c != sig.Class {
+			continue
+		}
+		if item != "" && item != strconv.Itoa(int(sig.Itemsize)) {
+			continue
+		}
+		set := map[string]int{}
+		for _, kv := range f[1:] {
+			name, v, _ := strings.Cut(kv, "=")
+			if n, err := strconv.Atoi(v); err == nil {
+				set[name] = n
+			}
+		}
+		k.apply(set)
 	}
 }
 

@@ -38,6 +38,7 @@ type kernelData struct {
 	// ClassContiguous
 	ContigThreads, ContigUnroll int
 	// ClassBoxTile
+	KU, KE int          // pieces and strided elements loaded before they are stored
 	Pow2   bool         // S is a power of two: one gather case
 	Gather []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
@@ -132,6 +133,8 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1
 		}
 	case layout.ClassBoxTile:
+		d.KU = k.Unroll
+		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements
 		d.Pow2 = s&(s-1) == 0
 		d.Gather = gatherCases(s, d.G)
 	}

@@ -220,7 +220,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
 		v := min(vd, vs)
 		rows, cols := TileEdges(int(item), int(v))
-		if v > 1 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
+		if v*item >= 8 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
 			p.Sig.Class, p.Sig.Fast, p.Sig.Vec = ClassTile, uint8(f), uint8(v)
 			return
 		}

@@ -22,6 +22,7 @@ static unsigned char* emu_dynamic_shared;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(n)
 #define __restrict__ __restrict
 #define __align__(n) alignas(n)

@@ -24,6 +24,8 @@ enum { ND = 3 }; // canonical dims
 enum { S = 4 };   // element bytes
 enum { G = 4 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 256 }; // threads per block
+enum { KU = 2 }; // 16-byte pieces a thread loads before it stores them
+enum { KE = 8 }; // elements of a strided run a thread loads before it stores them
 // A is the argument block, byte for byte gen.Pack's.
 struct A {
 	long long ntiles;            // tiles in the launch
@@ -56,27 +58,25 @@ __device__ __forceinline__ u32 lds_g(const u8* p) {
 __device__ __forceinline__ void st_g(u8* p, u32 v) {
 	*(u32*)p = v;
 }
+// blkslow is blk's rare path (a block that crosses an end of the span): the
+// bytes that lie in [lo, hi), the others 0. Kept out of line.
+__device__ __noinline__ uint4 blkslow(const u8* q, const u8* lo, const u8* hi) {
+	u32 w[4] = {0, 0, 0, 0};
+	for (int b = 0; b < 16; b++)
+		if (q + b >= lo && q + b < hi) w[b / 4] |= (u32)__ldg(q + b) << (8 * (b % 4));
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
 // blk returns the aligned 16 bytes at q: one 16-byte load when they lie in
 // [lo, hi), else the bytes that do (the others 0), so no byte outside the
 // src view's span is ever read.
 __device__ __forceinline__ uint4 blk(const u8* q, const u8* lo, const u8* hi) {
 	if (q >= lo && q + 16 <= hi) return __ldg((const uint4*)q);
-	u32 w[4] = {0, 0, 0, 0};
-#pragma unroll
-	for (int b = 0; b < 16; b++)
-		if (q + b >= lo && q + b < hi) w[b / 4] |= (u32)__ldg(q + b) << (8 * (b % 4));
-	return make_uint4(w[0], w[1], w[2], w[3]);
+	return blkslow(q, lo, hi);
 }
-// ld16 reads the 16 bytes at p, whatever its alignment, as 4 words: from
-// the one or two aligned blocks that hold them, shifted into place.
-__device__ __forceinline__ void ld16(const u8* p, const u8* lo, const u8* hi, u32 (&o)[4]) {
-	const int ph = (int)((unsigned long long)p & 15);
-	const uint4 a = blk(p - ph, lo, hi);
-	u32 x[8] = {a.x, a.y, a.z, a.w, 0, 0, 0, 0};
-	if (ph) {
-		const uint4 b = blk(p - ph + 16, lo, hi);
-		x[4] = b.x, x[5] = b.y, x[6] = b.z, x[7] = b.w;
-	}
+// shift16 returns the 16 bytes that start ph bytes into the 32 bytes a, b
+// (two consecutive aligned blocks) as 4 words.
+__device__ __forceinline__ void shift16(const uint4 a, const uint4 b, const int ph, u32 (&o)[4]) {
+	u32 x[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
 	if (ph & 8) x[0] = x[2], x[1] = x[3], x[2] = x[4], x[3] = x[5], x[4] = x[6], x[5] = x[7];
 	if (ph & 4) x[0] = x[1], x[1] = x[2], x[2] = x[3], x[3] = x[4], x[4] = x[5];
 	const int sh = (ph & 3) * 8;
@@ -165,41 +165,72 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 			part |= rm < (I)a.tile[k];
 		}
 		__syncthreads(); // tables built; the previous tile's readers are done
-		// Load.
+		// Load: each thread issues the loads of KU pieces (or KE elements)
+		// before storing any, so that many loads are in flight at once.
 		if (a.sstep == 1 || a.sstep == -1) {
 			const int lanes = 1 << a.lgs, n = (a.cprs + lanes - 1) / lanes * a.rs * lanes;
-			for (int it = threadIdx.x; it < n; it += NT) {
-				const int rr = it >> a.lgs;
-				const int qg = (int)sk_div((unsigned int)rr, a.mrs, a.hrs, a.rs);
-				const int j = rr - qg * a.rs;
-				const int q = qg * lanes + (it & (lanes - 1));
-				if (q >= a.cprs) continue;
-				int len = a.ls;
-				if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
-				const int need0 = a.sstep > 0 ? 0 : (a.ls - len) * S, need1 = a.sstep > 0 ? len * S : a.ls * S;
-				const int x0 = q * 16;
-				if (x0 >= need1 || x0 + 16 <= need0) continue;
-				const I base = sb + tG[j];
-				const long long vstart = (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
-				u32 o[4];
-				ld16(src + vstart + x0, slo, shi, o);
-				u8* const d = sm + j * a.rps + x0;
+			for (int it0 = threadIdx.x; it0 < n; it0 += NT * KU) {
+				uint4 va[KU], vb[KU];
+				u8* d[KU];
+				int ph[KU], x0[KU], need0[KU], need1[KU];
 #pragma unroll
-				for (int k = 0; k < 4; k++)
-					if (x0 + 4 * k < need1 && x0 + 4 * k + 4 > need0) *(u32*)(d + 4 * k) = o[k];
+				for (int u = 0; u < KU; u++) {
+					d[u] = 0;
+					const int it = it0 + u * NT;
+					if (it >= n) continue;
+					const int rr = it >> a.lgs;
+					const int qg = (int)sk_div((unsigned int)rr, a.mrs, a.hrs, a.rs);
+					const int j = rr - qg * a.rs;
+					const int q = qg * lanes + (it & (lanes - 1));
+					if (q >= a.cprs) continue;
+					int len = a.ls;
+					if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
+					need0[u] = a.sstep > 0 ? 0 : (a.ls - len) * S;
+					need1[u] = a.sstep > 0 ? len * S : a.ls * S;
+					x0[u] = q * 16;
+					if (x0[u] >= need1[u] || x0[u] + 16 <= need0[u]) continue;
+					const I base = sb + tG[j];
+					const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S + x0[u];
+					ph[u] = (int)((unsigned long long)p & 15);
+					va[u] = blk(p - ph[u], slo, shi);
+					vb[u] = ph[u] ? blk(p - ph[u] + 16, slo, shi) : va[u];
+					d[u] = sm + j * a.rps + x0[u];
+				}
+#pragma unroll
+				for (int u = 0; u < KU; u++) {
+					if (!d[u]) continue;
+					u32 o[4];
+					shift16(va[u], vb[u], ph[u], o);
+#pragma unroll
+					for (int k = 0; k < 4; k++)
+						if (x0[u] + 4 * k < need1[u] && x0[u] + 4 * k + 4 > need0[u]) *(u32*)(d[u] + 4 * k) = o[k];
+				}
 			}
 		} else {
 			const int n = a.rs * a.ls;
-			for (int it = threadIdx.x; it < n; it += NT) {
-				const int j = (int)sk_div((unsigned int)it, a.mls, a.hls, a.ls);
-				const int i = it - j * a.ls;
-				int len = a.ls;
-				if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
-				if (i >= len) continue;
-				const u8* const p = src + (long long)(sb + tG[j] + (I)i * (I)a.sstep) * S;
-				u8* const d = sm + j * a.rps + i * S;
+			for (int it0 = threadIdx.x; it0 < n; it0 += NT * KE) {
+				u32 v[KE][S / G];
+				u8* d[KE];
 #pragma unroll
-				for (int g = 0; g < S / G; g++) st_g(d + g * G, ldg_g(p + g * G));
+				for (int u = 0; u < KE; u++) {
+					d[u] = 0;
+					const int it = it0 + u * NT;
+					if (it >= n) continue;
+					const int j = (int)sk_div((unsigned int)it, a.mls, a.hls, a.ls);
+					const int i = it - j * a.ls;
+					int len = a.ls;
+					if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
+					if (i >= len) continue;
+					const u8* const p = src + (long long)(sb + tG[j] + (I)i * (I)a.sstep) * S;
+#pragma unroll
+					for (int g = 0; g < S / G; g++) v[u][g] = ldg_g(p + g * G);
+					d[u] = sm + j * a.rps + i * S;
+				}
+#pragma unroll
+				for (int u = 0; u < KE; u++)
+					if (d[u])
+#pragma unroll
+						for (int g = 0; g < S / G; g++) st_g(d[u] + g * G, v[u][g]);
 			}
 		}
 		__syncthreads();
