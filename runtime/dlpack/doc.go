@@ -30,7 +30,9 @@
 // mean C order before DLPack 1.2 and are refused from 1.2 on), and every
 // offset and address for overflow. It is meant for hot paths: it uses no map
 // and no fmt unless it fails, and it serves the layouts of recently seen
-// shapes from a small fixed table, allocating nothing for them. Sub-byte types (fp4, fp6) are packed unless the producer
+// shapes from a small fixed table, allocating nothing for them.
+// Desc.IsUnique, whether a tensor may be written (no two indices share an
+// element), is remembered in the same table. Sub-byte types (fp4, fp6) are packed unless the producer
 // sets FlagIsSubbyteTypePadded; LayoutOf maps either to a layout of whole
 // bytes, or says why a packed tensor cannot be one.
 //

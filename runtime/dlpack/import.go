@@ -44,7 +44,18 @@ type Desc struct {
 	ReadOnly bool
 	// Flags are the producer's flags as given.
 	Flags Flags
+
+	cache *cachedLayout // the entry of Layout in Import's table, if any
 }
+
+// IsUnique reports whether no two indices of the tensor address the same
+// element (layout.Layout.IsUnique of Layout): only such a tensor can be
+// written element by element, while broadcast dims (stride 0) and
+// overlapping strides share elements. The answer is remembered with the
+// layout in Import's table of recent layouts, so asking again about a
+// tensor of a recently seen layout costs a load; the first answer for a
+// layout whose strides overlap takes an exact check over its elements.
+func (d Desc) IsUnique() bool { return d.cache.isUnique(d.Layout) }
 
 // ImportVersioned validates m and describes its tensor; it is Import with
 // the version and flags m carries. It reads nothing past m.Flags when m's
@@ -148,10 +159,11 @@ func Import(t *DLTensor, p Producer) (Desc, error) {
 		}
 	}
 	var l layout.Layout
+	var cache *cachedLayout
 	if dt.IsSubByte() {
 		l, err = LayoutOf(shape, strides, dt, p.Flags)
 	} else {
-		l, err = newLayout(shape, strides, dt.Itemsize())
+		l, cache, err = newLayout(shape, strides, dt.Itemsize())
 		if err != nil {
 			err = overflowError(err, dt)
 		}
@@ -170,6 +182,7 @@ func Import(t *DLTensor, p Producer) (Desc, error) {
 		DType:    dt,
 		ReadOnly: p.Flags&FlagReadOnly != 0,
 		Flags:    p.Flags,
+		cache:    cache,
 	}, nil
 }
 

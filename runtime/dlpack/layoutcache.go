@@ -27,6 +27,35 @@ type cachedLayout struct {
 	nilStrides bool
 	key        [2 * layoutCacheMaxDims]int64 // shape, then strides
 	l          layout.Layout
+	unique     atomic.Uint32 // l.IsUnique() once asked (Desc.IsUnique): 0 unknown, uniqueNo or uniqueYes
+}
+
+// The values of cachedLayout.unique once known.
+const (
+	uniqueNo  = 1
+	uniqueYes = 2
+)
+
+// isUnique returns l.IsUnique(), remembered in e when e is not nil: the
+// answer is cheap for most layouts but takes an exact check over the
+// elements for ones whose strides overlap.
+func (e *cachedLayout) isUnique(l layout.Layout) bool {
+	if e == nil {
+		return l.IsUnique()
+	}
+	switch e.unique.Load() {
+	case uniqueYes:
+		return true
+	case uniqueNo:
+		return false
+	}
+	u := e.l.IsUnique()
+	if u {
+		e.unique.Store(uniqueYes)
+	} else {
+		e.unique.Store(uniqueNo)
+	}
+	return u
 }
 
 var (
@@ -54,31 +83,34 @@ func layoutHash(shape, strides []int64, itemsize int) uint64 {
 }
 
 // newLayout returns layout.New(shape, strides, itemsize), from the cache
-// when it holds that layout. A layout enters the cache the second time its
+// when it holds that layout, with the cache entry that holds it (nil when
+// none does). A layout enters the cache the second time its
 // key is seen in a row in its slot (layoutSeen remembers the last key hash
 // that missed there), so that tensors of one-off shapes cost no more than
 // layout.New.
-func newLayout(shape, strides []int64, itemsize int) (layout.Layout, error) {
+func newLayout(shape, strides []int64, itemsize int) (layout.Layout, *cachedLayout, error) {
 	n := len(shape)
 	if n > layoutCacheMaxDims {
-		return layout.New(shape, strides, itemsize)
+		l, err := layout.New(shape, strides, itemsize)
+		return l, nil, err
 	}
 	h := layoutHash(shape, strides, itemsize)
 	i := h >> (64 - layoutCacheBits)
 	if e := layoutCache[i].Load(); e != nil && e.matches(shape, strides, itemsize) {
-		return e.l, nil
+		return e.l, e, nil
 	}
 	l, err := layout.New(shape, strides, itemsize)
 	if err != nil {
-		return l, err
+		return l, nil, err
 	}
 	if layoutSeen[i].Swap(h) == h {
 		e := &cachedLayout{n: n, itemsize: itemsize, nilStrides: strides == nil, l: l}
 		copy(e.key[:n], shape)
 		copy(e.key[n:2*n], strides)
 		layoutCache[i].Store(e)
+		return l, e, nil
 	}
-	return l, nil
+	return l, nil, nil
 }
 
 func (e *cachedLayout) matches(shape, strides []int64, itemsize int) bool {
