@@ -184,7 +184,6 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 	if loadTuning() != nil {
 		return k
 	}
-	defer envKnobs(sig, &k)
 	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
 	for spec := 0; spec < 8; spec++ {
 		for _, e := range tuning.entries {
@@ -206,6 +205,7 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 			}
 		}
 	}
+	envKnobs(sig, &k)
 	return k
 }
 
