@@ -310,7 +310,7 @@ func CallDeleter(m *DLManagedTensorVersioned) {
 	if m == nil || m.Deleter == 0 {
 		return
 	}
-	purego.SyscallN(m.Deleter, uintptr(unsafe.Pointer(m)))
+	call1(m.Deleter, uintptr(unsafe.Pointer(m)))
 }
 
 // CallLegacyDeleter is CallDeleter for a legacy DLManagedTensor.
@@ -318,5 +318,18 @@ func CallLegacyDeleter(m *DLManagedTensor) {
 	if m == nil || m.Deleter == 0 {
 		return
 	}
-	purego.SyscallN(m.Deleter, uintptr(unsafe.Pointer(m)))
+	call1(m.Deleter, uintptr(unsafe.Pointer(m)))
+}
+
+// args1 holds argument arrays of one value for call1: purego.SyscallN's
+// variadic arguments escape, so a call with a fresh slice allocates.
+var args1 = sync.Pool{New: func() any { return new([1]uintptr) }}
+
+// call1 calls the C function fn with one argument, allocating nothing.
+func call1(fn, arg uintptr) {
+	a := args1.Get().(*[1]uintptr)
+	a[0] = arg
+	purego.SyscallN(fn, a[:]...)
+	a[0] = 0
+	args1.Put(a)
 }

@@ -55,5 +55,5 @@ func cMalloc(n uintptr) (unsafe.Pointer, error) {
 
 // cFree frees memory from cMalloc.
 func cFree(p unsafe.Pointer) {
-	purego.SyscallN(libc.free, uintptr(p))
+	call1(libc.free, uintptr(p))
 }
