@@ -221,6 +221,16 @@ static int get_calls(int *calls, int id) {
 static int versioned_calls_of(int id) { return get_calls(versioned_calls, id); }
 static int legacy_calls_of(int id) { return get_calls(legacy_calls, id); }
 
+// count_only_deleter counts its calls and frees nothing: the deleter of
+// tensors whose struct the caller keeps (benchmarks reuse one).
+static long count_only_calls;
+static void count_only_deleter(DLManagedTensorVersioned *self) {
+	(void)self;
+	__atomic_fetch_add(&count_only_calls, 1, __ATOMIC_SEQ_CST);
+}
+static uintptr_t count_only_deleter_addr(void) { return (uintptr_t)count_only_deleter; }
+static long count_only_calls_now(void) { return __atomic_load_n(&count_only_calls, __ATOMIC_SEQ_CST); }
+
 // ---- the consumer ----
 
 #define MAX_DIMS 16
@@ -468,6 +478,15 @@ func ProduceLegacy(s Spec) unsafe.Pointer {
 func DeleterCalls(id int) (versioned, legacy int) {
 	return int(C.versioned_calls_of(C.int(id))), int(C.legacy_calls_of(C.int(id)))
 }
+
+// CountingDeleter returns the address of a C deleter of
+// DLManagedTensorVersioned that only counts its calls (see
+// CountingDeleterCalls) and frees nothing, for tensors whose struct the
+// caller keeps and reuses.
+func CountingDeleter() uintptr { return uintptr(C.count_only_deleter_addr()) }
+
+// CountingDeleterCalls returns how many times the CountingDeleter has run.
+func CountingDeleterCalls() int { return int(C.count_only_calls_now()) }
 
 // Consumed is what the C consumer read from a tensor.
 type Consumed struct {
