@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
+	"github.com/stridekit/stridekit/runtime/memview"
 )
 
 // This file runs the cases on a backend (the GPU, or the host for -device
@@ -31,8 +36,53 @@ type deviceInfo struct {
 	Arch    int    `json:"arch,omitempty"` // compute capability, e.g. 90
 	SMs     int    `json:"sms,omitempty"`
 	L2Bytes int    `json:"l2_bytes,omitempty"`
-	Driver  int    `json:"driver,omitempty"` // CUDA driver version, e.g. 13000
-	Timing  string `json:"timing"`           // how times were taken
+	// Driver is cuDriverGetVersion: the CUDA version the driver supports,
+	// e.g. 13000 (CUDA is the same as "13.0").
+	Driver int    `json:"driver,omitempty"`
+	CUDA   string `json:"cuda,omitempty"`
+	// DriverRelease is the NVIDIA kernel module's version, e.g. 580.65.06
+	// (from /proc/driver/nvidia/version).
+	DriverRelease string `json:"driver_release,omitempty"`
+	NVRTC         string `json:"nvrtc,omitempty"` // NVRTC's version, e.g. "13.0"
+	Timing        string `json:"timing"`          // how times were taken
+}
+
+// addVersions records the CUDA driver's, the NVIDIA driver's and NVRTC's
+// versions, where they can be found.
+func (d *deviceInfo) addVersions() {
+	if v, err := cuda.DriverVersion(); err == nil && v > 0 {
+		d.Driver = v
+		d.CUDA = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+	}
+	if maj, min, err := cuda.NVRTCVersion(); err == nil {
+		d.NVRTC = fmt.Sprintf("%d.%d", maj, min)
+	}
+	d.DriverRelease = nvidiaRelease(nvidiaVersionFile)
+}
+
+// nvidiaVersionFile is where Linux's NVIDIA kernel module states its
+// version.
+const nvidiaVersionFile = "/proc/driver/nvidia/version"
+
+// nvidiaRelease reads the driver release (e.g. 580.65.06) from the NVIDIA
+// kernel module's version file, whose first line reads "NVRM version:
+// NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 …"; "" where
+// there is none.
+func nvidiaRelease(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	_, rest, ok := strings.Cut(line, "Kernel Module")
+	if !ok {
+		return ""
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // backend runs cases on one device.
@@ -48,8 +98,8 @@ type backend interface {
 
 // instance is one case set up on a backend. Its arrays come in pairs (a
 // src array and a dst array); pair 0 is the one checked, and timings rotate
-// over all pairs so that a case smaller than the L2 cache is still timed
-// from DRAM.
+// over all pairs so that a case not much larger than the L2 cache is still
+// timed from DRAM.
 type instance interface {
 	// upload writes the src array of pair 0.
 	upload(src []byte) error
@@ -67,6 +117,9 @@ type instance interface {
 	latency(iters int) (latencies, error)
 	// pairs returns the number of array pairs the timings rotate over.
 	pairs() int
+	// copyPlan returns memview's Explain of the copy of pair 0: the path
+	// and the plan (its signature names the kernel) the copy runs.
+	copyPlan() memview.CopyPlan
 	close() error
 }
 
@@ -150,11 +203,17 @@ type result struct {
 	Shape     []int64 `json:"shape,omitempty"` // of the views
 	SrcLayout string  `json:"src_layout,omitempty"`
 	DstLayout string  `json:"dst_layout,omitempty"`
-	Signature string  `json:"signature,omitempty"` // layout.Plan.Sig.String()
-	Bytes     int64   `json:"bytes"`               // bytes the copy writes
-	RoofBytes int64   `json:"roofline_bytes"`      // bytes DRAM must move
-	Status    string  `json:"status"`
-	Error     string  `json:"error,omitempty"`
+	// Signature is that of the plan memview's Explain gives for the views
+	// the copy runs on (before they exist: layout.PlanCopy's with the same
+	// alignments); Path is Explain's path (device, host).
+	Signature  string `json:"signature,omitempty"`
+	Path       string `json:"path,omitempty"`
+	Bytes      int64  `json:"bytes"`          // bytes the copy writes
+	RoofBytes  int64  `json:"roofline_bytes"` // bytes DRAM must move
+	SrcSectors int64  `json:"src_sectors,omitempty"`
+	DstSectors int64  `json:"dst_sectors,omitempty"` // 32-byte sectors each view touches
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
 
 	TimeNs         float64 `json:"time_ns,omitempty"`
 	GBps           float64 `json:"gbps,omitempty"` // (bytes read + written) / time
@@ -223,7 +282,8 @@ func newResult(p prepared, opt func(*built) layout.PlanOptions) *result {
 		r.Status, r.Error = statusError, err.Error()
 		return r
 	}
-	r.RoofBytes = rooflineBytes(b)
+	r.SrcSectors, r.DstSectors = sectors(b)
+	r.RoofBytes = sectorBytes * (r.SrcSectors + r.DstSectors)
 	return r
 }
 
@@ -238,18 +298,23 @@ func startAlign(off int64) int {
 	return int(a)
 }
 
-// runCases runs every prepared case on be and returns one result each, in
-// order. A case that fails is reported in its result; the run goes on.
-func runCases(ps []prepared, be backend, cfg runConfig, done func(*result)) []*result {
-	out := make([]*result, len(ps))
-	for i, p := range ps {
+// runCases runs the prepared cases on be and returns one result each, in
+// order. A case that fails is reported in its result; the run goes on. When
+// ctx is cancelled (an interrupt), it stops before the next case and
+// returns the results so far.
+func runCases(ctx context.Context, ps []prepared, be backend, cfg runConfig, done func(*result)) []*result {
+	out := make([]*result, 0, len(ps))
+	for _, p := range ps {
+		if ctx.Err() != nil {
+			break
+		}
 		r := newResult(p, be.planOptions)
 		if r.Status == statusOK {
 			if err := runCase(p.Built, be, cfg, r); err != nil {
 				r.Status, r.Error = statusError, err.Error()
 			}
 		}
-		out[i] = r
+		out = append(out, r)
 		if done != nil {
 			done(r)
 		}
@@ -278,6 +343,8 @@ func runCase(b *built, be backend, cfg runConfig, r *result) error {
 	}
 	defer inst.close()
 	r.Pairs = inst.pairs()
+	cp := inst.copyPlan()
+	r.Signature, r.Path = cp.Plan.Sig.String(), cp.Path.String()
 
 	mismatch, err := checkCase(b, inst)
 	if err != nil {
@@ -332,9 +399,7 @@ func fillTimes(r *result, tc, tm timing) {
 // windows checkWindowsFor picks. It returns a description of the first
 // difference, or "".
 func checkCase(b *built, inst instance) (string, error) {
-	seed := caseSeed(b.Case.Name)
-	src := make([]byte, b.SrcBytes)
-	fillPattern(src, seed)
+	src := sourcePattern(b)
 	if err := inst.upload(src); err != nil {
 		return "", fmt.Errorf("upload: %w", err)
 	}
@@ -344,16 +409,40 @@ func checkCase(b *built, inst instance) (string, error) {
 	if err := inst.copyOnce(); err != nil {
 		return "", fmt.Errorf("copy: %w", err)
 	}
+	want, err := referenceDst(b, src)
+	if err != nil {
+		return "", err
+	}
+	return compareDst(b, inst.readDst, want)
+}
+
+// sourcePattern returns the src array of b filled with its case's pattern.
+func sourcePattern(b *built) []byte {
+	src := make([]byte, b.SrcBytes)
+	fillPattern(src, caseSeed(b.Case.Name))
+	return src
+}
+
+// referenceDst returns the dst array a correct copy of src leaves: poison
+// outside the dst view, runtime/hostcopy's copy inside it.
+func referenceDst(b *built, src []byte) ([]byte, error) {
 	want := make([]byte, b.DstBytes)
 	fillBytes(want, poisonByte)
 	sv := src[b.SrcStart : b.SrcStart+b.Src.RequiredSizeInBytes()]
 	dv := want[b.DstStart : b.DstStart+b.Dst.RequiredSizeInBytes()]
 	if err := hostcopy.Copy(dv, b.Dst, sv, b.Src); err != nil {
-		return "", fmt.Errorf("reference copy: %w", err)
+		return nil, fmt.Errorf("reference copy: %w", err)
 	}
-	for _, w := range checkWindowsFor(b.DstBytes, seed) {
+	return want, nil
+}
+
+// compareDst reads the check windows of b's dst array with read and
+// compares them with want, the reference dst array. It returns a
+// description of the first difference, or "".
+func compareDst(b *built, read func(off int64, p []byte) error, want []byte) (string, error) {
+	for _, w := range checkWindowsFor(b.DstBytes, caseSeed(b.Case.Name)) {
 		got := make([]byte, w.Len)
-		if err := inst.readDst(w.Off, got); err != nil {
+		if err := read(w.Off, got); err != nil {
 			return "", fmt.Errorf("reading dst: %w", err)
 		}
 		if msg := compareWindow(w, got, want[w.Off:w.Off+w.Len]); msg != "" {

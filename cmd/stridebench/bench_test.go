@@ -81,3 +81,24 @@ func TestStartAlign(t *testing.T) {
 		}
 	}
 }
+
+func TestPairCount(t *testing.T) {
+	const l2 = 50 << 20
+	for _, tc := range []struct {
+		touched int64
+		want    int
+	}{
+		{1 << 30, 1}, {4 * l2, 1}, {4*l2 - 1, 2}, {128 << 20, 2}, {l2, 4}, {l2 / 2, 8}, {4 << 10, 51200}, {1, maxPairs}, {0, 1},
+	} {
+		got := pairCount(tc.touched, l2)
+		if got != tc.want {
+			t.Errorf("pairCount(%d, %d) = %d, want %d", tc.touched, l2, got, tc.want)
+		}
+		if got > 1 && got < maxPairs && int64(got)*tc.touched < 4*l2 {
+			t.Errorf("%d pairs of %d bytes cover less than four times the L2", got, tc.touched)
+		}
+	}
+	if pairCount(1<<20, 0) != 1 {
+		t.Error("no L2 size: more than one pair")
+	}
+}

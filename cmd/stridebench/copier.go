@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"unsafe"
 
 	"github.com/stridekit/stridekit/gen"
@@ -8,35 +9,75 @@ import (
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/jit"
+	"github.com/stridekit/stridekit/runtime/memview"
 )
 
 // This file is the one place where the harness reaches into stridekit's
-// GPU copy: gpuCopier is the entry point every "stridekit" timing goes
-// through, and bareLaunch builds the driver-floor launch. Pointing the
-// harness at another entry point, or following a change of the kernel
-// packages, means changing this file only.
+// copy: it times what users call, runtime/memview. For each pair of arrays
+// it makes the two views once (memview.FromBuffer over the whole
+// allocation, then ViewAt at each view's index 0), asks Explain how the copy
+// runs (the signature reported is Explain's), and times dst.CopyFrom(src,
+// stream). -device cpu does the same with host views (memview.FromHost), so
+// CopyFrom takes its host path (runtime/hostcopy). bareLaunch builds the
+// driver-floor launch of the same plan.
 
-// gpuCopier is stridekit's copy entry point as the harness uses it.
-type gpuCopier interface {
-	// prepare returns the function that copies the src view into the dst
-	// view on a stream. Both views lie in buf, their index 0 (the pointer
-	// convention of package layout) dstAt and srcAt bytes from its start;
-	// dt is the case's dtype. prepare runs once per pair of arrays, outside
-	// the timed loops; the returned function is what is timed.
-	prepare(buf *cuda.Buffer, dstAt int64, dl layout.Layout, srcAt int64, sl layout.Layout, dt layout.DType) (func(st *cuda.Stream) error, error)
+// preparedCopy is the stridekit copy of one pair of views, ready to time.
+type preparedCopy struct {
+	// run queues the copy on a stream (nil for host views).
+	run func(st *cuda.Stream) error
+	// plan is memview's Explain of the copy: its path and the plan whose
+	// signature names the kernel.
+	plan memview.CopyPlan
 }
 
-// newGPUCopier returns the copier the harness times.
-func newGPUCopier(dev *cuda.Device) gpuCopier { return &rawCopier{dev: dev} }
+// bytesLayout is the layout of n bytes, a dense 1-d array of uint8, which
+// the harness views whole before placing the case's views in it.
+func bytesLayout(n int64) (layout.Layout, error) {
+	return layout.Dense([]int64{n}, 1, layout.C)
+}
 
-// rawCopier is the library's raw copy path: every call plans the copy
-// (layout.PlanCopyInto with kernels.PlanOptions: the views' real alignments
-// and the device's tuning) and runs the plan with kernels.Launch, the one
-// dispatch path (nothing, cuMemcpyAsync, or the signature's kernel through
-// runtime/jit's cache).
-type rawCopier struct {
-	dev  *cuda.Device
-	plan layout.Plan
+// prepareViews places the dst and src views of a case in whole-array views:
+// index 0 of the dst view dstAt bytes from the start of dstWhole, that of
+// the src view srcAt bytes from the start of srcWhole (the two may be the
+// same view). It returns the copy and its Explain.
+func prepareViews(dstWhole *memview.StridedMemoryView, dstAt int64, dl layout.Layout,
+	srcWhole *memview.StridedMemoryView, srcAt int64, sl layout.Layout, dt layout.DType) (preparedCopy, error) {
+	dst, err := dstWhole.ViewAt(dstAt, dl, dt)
+	if err != nil {
+		return preparedCopy{}, fmt.Errorf("dst view: %w", err)
+	}
+	src, err := srcWhole.ViewAt(srcAt, sl, dt)
+	if err != nil {
+		return preparedCopy{}, fmt.Errorf("src view: %w", err)
+	}
+	cp, err := dst.Explain(src)
+	if err != nil {
+		return preparedCopy{}, err
+	}
+	return preparedCopy{
+		run:  func(st *cuda.Stream) error { return dst.CopyFrom(src, st) },
+		plan: cp,
+	}, nil
+}
+
+// deviceViews returns the view of all of buf as bytes, in which the
+// device copies' views are placed.
+func deviceViews(buf *cuda.Buffer) (*memview.StridedMemoryView, error) {
+	l, err := bytesLayout(int64(buf.Size()))
+	if err != nil {
+		return nil, err
+	}
+	return memview.FromBuffer(buf, l, layout.Uint8)
+}
+
+// hostView returns the view of all of b, in which a host copy's view is
+// placed.
+func hostView(b []byte) (*memview.StridedMemoryView, error) {
+	l, err := bytesLayout(int64(len(b)))
+	if err != nil {
+		return nil, err
+	}
+	return memview.FromHost(b, l)
 }
 
 // lowest returns the lowest byte of the view l whose index 0 is at p.
@@ -44,23 +85,10 @@ func lowest(p cuda.DevicePtr, l layout.Layout) cuda.DevicePtr {
 	return p + cuda.DevicePtr(l.MinOffset()*int64(l.Itemsize()))
 }
 
-// copyPlanOptions returns the planner options the copy entry point uses
-// for views whose lowest bytes are dst and src (only their alignment
-// matters), so the signature the harness reports is the one it times.
+// copyPlanOptions returns the planner options memview uses on dev for
+// views whose lowest bytes are dst and src (only their alignment matters).
 func copyPlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) layout.PlanOptions {
 	return kernels.PlanOptions(dev, dst, src, itemsize)
-}
-
-func (c *rawCopier) prepare(buf *cuda.Buffer, dstAt int64, dl layout.Layout, srcAt int64, sl layout.Layout, _ layout.DType) (func(*cuda.Stream) error, error) {
-	d := lowest(buf.Ptr()+cuda.DevicePtr(dstAt), dl)
-	s := lowest(buf.Ptr()+cuda.DevicePtr(srcAt), sl)
-	opt := copyPlanOptions(c.dev, d, s, dl.Itemsize())
-	return func(st *cuda.Stream) error {
-		if err := layout.PlanCopyInto(&c.plan, dl, sl, opt); err != nil {
-			return err
-		}
-		return kernels.Launch(c.dev, st, d, s, &c.plan)
-	}, nil
 }
 
 // bareLaunch returns one bare launch of the copy of the src view into the

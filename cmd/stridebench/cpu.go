@@ -6,12 +6,14 @@ import (
 	"time"
 
 	"github.com/stridekit/stridekit/layout"
-	"github.com/stridekit/stridekit/runtime/hostcopy"
+	"github.com/stridekit/stridekit/runtime/memview"
 )
 
 // This file is the -device cpu backend: the whole pipeline on the host,
-// with runtime/hostcopy as the copy and wall-clock timing, so the harness
-// can be tested end to end without a GPU.
+// with wall-clock timing, so the harness can be tested end to end without
+// a GPU. The copy is memview's, between host views (memview.FromHost and
+// ViewAt, as on the GPU): CopyFrom's host path, which runs
+// runtime/hostcopy.
 
 // hostCopyFunc copies a src view into a dst view on the host, with
 // hostcopy.Copy's contract.
@@ -19,16 +21,18 @@ type hostCopyFunc func(dst []byte, dl layout.Layout, src []byte, sl layout.Layou
 
 // cpuBackend runs cases on the host.
 type cpuBackend struct {
-	copy hostCopyFunc // hostcopy.Copy; tests put a faulty copy here
+	// copy, when set, replaces memview's copy (tests put a faulty copy
+	// here); nil times dst.CopyFrom(src, nil) on host views.
+	copy hostCopyFunc
 }
 
-func newCPUBackend() *cpuBackend { return &cpuBackend{copy: hostcopy.Copy} }
+func newCPUBackend() *cpuBackend { return &cpuBackend{} }
 
 func (c *cpuBackend) info() deviceInfo {
 	return deviceInfo{
 		Kind:   "cpu",
 		Name:   fmt.Sprintf("%s/%s, %d threads", runtime.GOOS, runtime.GOARCH, runtime.GOMAXPROCS(0)),
-		Timing: "wall clock (runtime/hostcopy)",
+		Timing: "wall clock (runtime/memview between host views: runtime/hostcopy)",
 	}
 }
 
@@ -42,20 +46,33 @@ func (c *cpuBackend) planOptions(b *built) layout.PlanOptions {
 }
 
 func (c *cpuBackend) setup(b *built) (instance, error) {
-	return &cpuInstance{
+	in := &cpuInstance{
 		b:    b,
 		cp:   c.copy,
 		src:  make([]byte, max(b.SrcBytes, b.Moved)), // memcpy reads Moved bytes
 		dst:  make([]byte, b.DstBytes),
 		sEnd: b.SrcStart + b.Src.RequiredSizeInBytes(),
 		dEnd: b.DstStart + b.Dst.RequiredSizeInBytes(),
-	}, nil
+	}
+	sw, err := hostView(in.src)
+	if err != nil {
+		return nil, err
+	}
+	dw, err := hostView(in.dst)
+	if err != nil {
+		return nil, err
+	}
+	if in.view, err = prepareViews(dw, b.DstOff*int64(b.Item), b.Dst, sw, b.SrcOff*int64(b.Item), b.Src, b.Case.DType); err != nil {
+		return nil, err
+	}
+	return in, nil
 }
 
 // cpuInstance is one case on the host: a single pair of arrays.
 type cpuInstance struct {
 	b          *built
 	cp         hostCopyFunc
+	view       preparedCopy // memview's copy between the two arrays
 	src, dst   []byte
 	sEnd, dEnd int64
 }
@@ -65,7 +82,12 @@ func (c *cpuInstance) poison() error           { fillBytes(c.dst, poisonByte); r
 func (c *cpuInstance) pairs() int              { return 1 }
 func (c *cpuInstance) close() error            { return nil }
 
+func (c *cpuInstance) copyPlan() memview.CopyPlan { return c.view.plan }
+
 func (c *cpuInstance) copyOnce() error {
+	if c.cp == nil {
+		return c.view.run(nil)
+	}
 	return c.cp(c.dst[c.b.DstStart:c.dEnd], c.b.Dst, c.src[c.b.SrcStart:c.sEnd], c.b.Src)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestRunCPUEndToEnd(t *testing.T) {
 	}
 	bench := parseBenchLines(t, stdout.String())
 	for _, r := range rep.Cases {
-		if r.Status != statusOK || r.Signature == "" || r.Bytes <= 0 || r.Bytes > 256<<10 {
+		if r.Status != statusOK || r.Signature == "" || r.Path != "host" || r.Bytes <= 0 || r.Bytes > 256<<10 {
 			t.Errorf("%s: status %s (%s), signature %q, bytes %d", r.Name, r.Status, r.Error, r.Signature, r.Bytes)
 		}
 		if !(r.TimeNs > 0 && r.MemcpyNs > 0 && r.PctMemcpy > 0 && r.PctRoofline > 0 && r.RoofBytes >= r.Bytes/2) {
@@ -198,7 +199,7 @@ func TestRunMismatch(t *testing.T) {
 		return hostcopy.Copy(dst, dl, src, sl)
 	}
 	var done []string
-	rs := runCases(prepare(cs, nil), be, runConfig{Reps: 20, Warmup: 1}, func(r *result) { done = append(done, r.Name) })
+	rs := runCases(context.Background(), prepare(cs, nil), be, runConfig{Reps: 20, Warmup: 1}, func(r *result) { done = append(done, r.Name) })
 	if len(rs) != 3 || strings.Join(done, ",") != "bad,skip,good" {
 		t.Fatalf("results %d, progress %v", len(rs), done)
 	}
@@ -246,7 +247,7 @@ func TestRunUsageErrors(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"tune"}, `unknown command "tune"`},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		{[]string{"-reps", "5"}, "-reps 5"},
 		{[]string{"-reps", "x"}, "-reps"},
 		{[]string{"-warmup", "0"}, "-warmup 0"},
@@ -268,7 +269,7 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"-case", "nomatch"}, "no cases selected"},
 	} {
 		args := append([]string{"-device", "cpu", "-quiet", "-suite", suite}, tc.args...)
-		if tc.args[0] == "tune" || tc.args[0] == "extra" || tc.args[0] == "run" {
+		if tc.args[0] == "frobnicate" || tc.args[0] == "extra" || tc.args[0] == "run" {
 			args = tc.args
 		}
 		var stdout, stderr bytes.Buffer
@@ -290,7 +291,7 @@ func TestHelp(t *testing.T) {
 	for _, s := range []string{"-suite", "-case", "-random", "-seed", "-random-views", "-random-bytes", "-device", "-reps",
 		"-warmup", "-latency-iters", "-shrink", "-compare", "-python", "-peers", "-frameworks", "-json", "-md", "-chart",
 		"-slowest", "-quiet", "-list", "Case syntax", "perm(1,0)", "slice(:, ::2)", "bcast(", "flip(", "roofline",
-		"32-byte sector", "Exit status"} {
+		"32-byte sector", "Exit status", "memview"} {
 		if !strings.Contains(help, s) {
 			t.Errorf("-h does not mention %q", s)
 		}
@@ -327,7 +328,7 @@ func TestRunTooBig(t *testing.T) {
 		t.Fatal("a case past the size limit was run")
 		return nil
 	}
-	rs := runCases(prepare(cs, nil), be, runConfig{Reps: 20, Warmup: 1}, nil)
+	rs := runCases(context.Background(), prepare(cs, nil), be, runConfig{Reps: 20, Warmup: 1}, nil)
 	if rs[0].Status != statusError || !strings.Contains(rs[0].Error, "128 GiB, more than the 32 GiB") {
 		t.Errorf("%s: %q", rs[0].Status, rs[0].Error)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/memview"
 )
 
 // This file is the GPU backend: device arrays, the correctness copy, CUDA
@@ -16,9 +17,10 @@ import (
 // attrL2CacheSize is CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, in bytes.
 const attrL2CacheSize = 38
 
-// Array pairs: a case whose arrays together fit in L2 is timed over enough
-// pairs to cover l2Rotation times the L2 size, so every copy reads from and
-// writes to DRAM as a large one does; at most maxPairs pairs.
+// Array pairs: a case whose arrays together take less than l2Rotation times
+// the L2 size is timed over enough pairs to cover that, so a copy finds
+// little of its data in L2 (left there by the copies before it) and reads
+// from and writes to DRAM as a large one does; at most maxPairs pairs.
 const (
 	l2Rotation = 4
 	maxPairs   = 1 << 16
@@ -30,7 +32,6 @@ type gpuBackend struct {
 	st     *cuda.Stream
 	e0, e1 *cuda.Event
 	l2     int64
-	cp     gpuCopier
 	inf    deviceInfo
 }
 
@@ -40,7 +41,7 @@ func newGPUBackend(ordinal int) (*gpuBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &gpuBackend{dev: dev, cp: newGPUCopier(dev)}
+	g := &gpuBackend{dev: dev}
 	if g.st, err = dev.NewStream(true); err != nil {
 		return nil, err
 	}
@@ -58,18 +59,18 @@ func newGPUBackend(ordinal int) (*gpuBackend, error) {
 		return nil, fmt.Errorf("L2 cache size: %w", err)
 	}
 	g.l2 = int64(l2)
-	drv, _ := cuda.DriverVersion()
 	g.inf = deviceInfo{
-		Kind: "gpu", Name: dev.Name(), Arch: dev.Arch(), SMs: dev.SMCount(), L2Bytes: l2, Driver: drv,
+		Kind: "gpu", Name: dev.Name(), Arch: dev.Arch(), SMs: dev.SMCount(), L2Bytes: l2,
 		Timing: "CUDA events on one stream",
 	}
+	g.inf.addVersions()
 	return g, nil
 }
 
 func (g *gpuBackend) info() deviceInfo { return g.inf }
 
-// planOptions are those of the copy entry point for views whose lowest
-// bytes lie b.DstStart and b.SrcStart bytes into bufAlign-aligned arrays.
+// planOptions are those memview plans with for views whose lowest bytes lie
+// b.DstStart and b.SrcStart bytes into bufAlign-aligned arrays.
 func (g *gpuBackend) planOptions(b *built) layout.PlanOptions {
 	return copyPlanOptions(g.dev, cuda.DevicePtr(bufAlign+b.DstStart), cuda.DevicePtr(bufAlign+b.SrcStart), b.Item)
 }
@@ -92,7 +93,7 @@ func roundUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // pairCount returns how many array pairs a case with arrays of touched
 // bytes in all is timed over on a GPU with l2 bytes of L2.
 func pairCount(touched, l2 int64) int {
-	if l2 <= 0 || touched <= 0 || touched > l2 {
+	if l2 <= 0 || touched <= 0 || touched >= l2Rotation*l2 {
 		return 1
 	}
 	return int(min(maxPairs, (l2Rotation*l2+touched-1)/touched))
@@ -116,16 +117,24 @@ func (g *gpuBackend) setup(b *built) (instance, error) {
 		in.close()
 		return nil, err
 	}
+	whole, err := deviceViews(buf)
+	if err != nil {
+		in.close()
+		return nil, err
+	}
 	in.copies = make([]func(*cuda.Stream) error, n)
 	for i := range n {
 		s := int64(i)*in.pairBytes + b.SrcOff*int64(b.Item) // index 0 of each view, from buf's start
 		d := int64(i)*in.pairBytes + srcRegion + b.DstOff*int64(b.Item)
-		if i == 0 {
-			in.dst0, in.src0 = buf.Ptr()+cuda.DevicePtr(d), buf.Ptr()+cuda.DevicePtr(s)
-		}
-		if in.copies[i], err = g.cp.prepare(buf, d, b.Dst, s, b.Src, b.Case.DType); err != nil {
+		pc, err := prepareViews(whole, d, b.Dst, whole, s, b.Src, b.Case.DType)
+		if err != nil {
 			in.close()
 			return nil, err
+		}
+		in.copies[i] = pc.run
+		if i == 0 {
+			in.dst0, in.src0 = buf.Ptr()+cuda.DevicePtr(d), buf.Ptr()+cuda.DevicePtr(s)
+			in.plan = pc.plan
 		}
 	}
 	return in, nil
@@ -141,10 +150,13 @@ type gpuInstance struct {
 	srcRegion int64
 	pairBytes int64
 	copies    []func(*cuda.Stream) error // the stridekit copy of each pair
+	plan      memview.CopyPlan           // Explain of pair 0's copy
 	dst0      cuda.DevicePtr             // index-0 pointers of pair 0's views
 	src0      cuda.DevicePtr
 	next      int // the pair the next timed copy uses
 }
+
+func (in *gpuInstance) copyPlan() memview.CopyPlan { return in.plan }
 
 func (in *gpuInstance) srcArray(i int) cuda.DevicePtr {
 	return in.buf.Ptr() + cuda.DevicePtr(int64(i)*in.pairBytes)

@@ -33,7 +33,7 @@ func TestRunGPU(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Device.Kind != "gpu" || rep.Device.L2Bytes <= 0 || len(rep.Cases) != 11+4 {
+	if rep.Device.Kind != "gpu" || rep.Device.L2Bytes <= 0 || len(rep.Cases) != 11+4 || rep.Device.CUDA == "" || rep.Device.NVRTC == "" {
 		t.Fatalf("device %+v, %d cases", rep.Device, len(rep.Cases))
 	}
 	for _, r := range rep.Cases {
@@ -43,6 +43,9 @@ func TestRunGPU(t *testing.T) {
 		}
 		if !(r.TimeNs > 0 && r.MemcpyNs > 0 && r.PctMemcpy > 0 && r.PctRoofline > 0) {
 			t.Errorf("%s: figures %+v", r.Name, r)
+		}
+		if r.Path != "device" || r.Signature == "" {
+			t.Errorf("%s: memview path %q, signature %q", r.Name, r.Path, r.Signature)
 		}
 		if r.Small && (r.Pairs < 2 || r.HostNsPerCopy <= 0 || r.FloorNsPerCopy <= 0) {
 			t.Errorf("%s: small case with %d pairs, host %v ns, floor %v ns", r.Name, r.Pairs, r.HostNsPerCopy, r.FloorNsPerCopy)

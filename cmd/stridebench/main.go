@@ -15,8 +15,12 @@
 // relative to the working directory) and/or generates random ones, keeps
 // those whose name matches -case, and for each case:
 //
-//  1. Builds the source and destination views with package layout and plans
-//     the copy (the signature reported is layout.Plan.Sig.String()).
+//  1. Builds the source and destination views with package layout, and the
+//     views the copy runs on with runtime/memview, what users call: once
+//     per pair of arrays, memview.FromBuffer over the whole allocation and
+//     ViewAt at each view's index 0. The signature reported is that of the
+//     plan (*StridedMemoryView).Explain gives for them, and the path is
+//     Explain's (device).
 //  2. Checks correctness: fills the source array with a seeded pattern,
 //     poisons the destination array, runs the stridekit copy once and
 //     compares the destination with runtime/hostcopy's copy on the host: all
@@ -24,12 +28,13 @@
 //     windows. Source bytes never have bit 6 set and the poison byte 0xE5
 //     does, so an unwritten byte is always caught (and no float in the source
 //     is a NaN). A mismatch marks the case failed; the run goes on.
-//  3. Times the copy with CUDA events after -warmup copies: the median of
+//  3. Times dst.CopyFrom(src, stream) with CUDA events after -warmup
+//     copies (each copy plans and launches, as a user's does): the median of
 //     -reps samples, each covering at least 200 µs (shorter copies are timed
-//     in batches of back-to-back copies). When a case's arrays fit in the L2
-//     cache (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), the copies rotate over
-//     enough pairs of arrays to cover four times the L2 size, so every copy
-//     goes to DRAM. cuMemcpyDtoD of the bytes the copy writes is timed the
+//     in batches of back-to-back copies). When a case's arrays take less
+//     than four times the L2 cache (CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE), the
+//     copies rotate over enough pairs of arrays to cover four times the L2
+//     size, so every copy goes to DRAM. cuMemcpyDtoD of the bytes the copy writes is timed the
 //     same way, on the same stream, over the same arrays.
 //  4. For cases of at most 1 MiB, also measures the host time per copy
 //     (back-to-back copies from Go, synchronised at the end) next to bare
@@ -44,8 +49,12 @@
 // JAX column is marked untrusted when its identity copy is not within
 // 85–115% of a real memcpy.
 //
-// The stridekit copy is reached through one small interface (copier.go), so
-// the entry point it times can be swapped in one place.
+// Everything the harness calls of stridekit's copy is in copier.go, so the
+// entry point it times can be changed in one place.
+//
+// A signal (Ctrl-C, or the SIGTERM of timeout(1)) stops the run after the
+// case in progress: the cases that ran are reported and written as usual,
+// marked interrupted, and the exit status is 1.
 //
 // # Figures
 //
@@ -160,9 +169,10 @@
 // -shrink SIZE shrinks every case that moves more than SIZE bytes: every
 // extent above 8 it names (the shape, bcast targets, dstbase, slice bounds) is
 // multiplied by one factor, the largest that fits. -device cpu runs the whole
-// pipeline on the host instead (runtime/hostcopy as the copy, wall-clock
-// timing), for testing the harness without a GPU; it shrinks to 4 MiB unless
-// -shrink says otherwise.
+// pipeline on the host instead, for testing the harness without a GPU: the
+// same memview copy between host views (memview.FromHost and ViewAt), which
+// CopyFrom runs with runtime/hostcopy, timed with the wall clock; it shrinks
+// to 4 MiB unless -shrink says otherwise.
 package main
 
 import (
@@ -176,6 +186,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -290,8 +301,9 @@ func parseSize(v string) (int64, error) {
 // helpHead and helpTail frame the flag list of -h.
 const helpHead = `usage: stridebench [run] [flags]
 
-Times stridekit's copy of each case against cuMemcpyDtoD, the roofline and
-(-compare) PyTorch, CuPy and JAX; prints Go benchmark lines on stdout.
+Times stridekit's copy of each case (runtime/memview's CopyFrom) against
+cuMemcpyDtoD, the roofline and (-compare) PyTorch, CuPy and JAX; prints Go
+benchmark lines on stdout.
 
 Flags:
 `
@@ -466,11 +478,7 @@ func collectCases(f *runFlags) ([]*Case, map[*Case]bool, error) {
 	}
 	random := map[*Case]bool{}
 	if f.random > 0 {
-		target := f.randomBytes
-		if f.shrink > 0 && f.shrink < target {
-			target = f.shrink // generate at the size that will run
-		}
-		for _, c := range randomCases(randomSpec{N: f.random, Seed: f.seed, Views: f.randomViews, Bytes: target}) {
+		for _, c := range randomCases(randomSpec{N: f.random, Seed: f.seed, Views: f.randomViews, Bytes: randomTarget(f)}) {
 			random[c] = true
 			cases = append(cases, c)
 		}
@@ -489,6 +497,15 @@ func collectCases(f *runFlags) ([]*Case, map[*Case]bool, error) {
 		out = append(out, c)
 	}
 	return out, random, nil
+}
+
+// randomTarget is the size the random cases are generated at: -random-bytes,
+// or -shrink where that is smaller (the size that will run).
+func randomTarget(f *runFlags) int64 {
+	if f.shrink > 0 && f.shrink < f.randomBytes {
+		return f.shrink
+	}
+	return f.randomBytes
 }
 
 // runCmd is "stridebench run".
@@ -536,6 +553,13 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	defer be.close()
 
 	rep := &report{Tool: "stridebench", Started: time.Now().UTC(), Args: args, Device: be.info(), Reps: f.reps, Warmup: f.warmup}
+	if f.random > 0 {
+		rep.RandomSpec = &randomSpec{N: f.random, Seed: f.seed, Views: f.randomViews, Bytes: randomTarget(f)}
+	}
+	// An interrupt (Ctrl-C, or timeout's SIGTERM) stops the run after the
+	// case in progress; what ran is reported and written as usual.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
 	// Without peers, each case's benchmark line is written as soon as it is
 	// measured, so an interrupted run keeps what it did.
 	stream := !f.compare
@@ -557,7 +581,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		bar.describe(ps[0].Case.Name)
 	}
 	next := 0
-	rep.Cases = runCases(ps, be, runConfig{Reps: f.reps, Warmup: f.warmup, LatencyIters: f.latency}, func(r *result) {
+	rep.Cases = runCases(ctx, ps, be, runConfig{Reps: f.reps, Warmup: f.warmup, LatencyIters: f.latency}, func(r *result) {
 		next++
 		desc := "peers"
 		if next < len(ps) {
@@ -571,20 +595,28 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	// The device is not needed any more: let the peers have all of it.
 	be.close()
 	status := 0
-	if f.compare {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	if len(rep.Cases) < len(ps) {
+		rep.Interrupted = fmt.Sprintf("interrupted after %d of %d cases", len(rep.Cases), len(ps))
+		status = 1
+	}
+	if f.compare && ctx.Err() == nil {
 		opt := peerOptions{Python: f.python, Script: f.peers, Frameworks: f.frameworks, Reps: f.reps, Warmup: f.warmup, LatencyIters: f.latency}
 		if bar == nil && !f.quiet {
 			opt.Stderr = stderr
 		}
 		rep.Peers, err = runPeers(ctx, opt, ps, rep.Cases, func() { bar.step("peers") })
-		stop()
 		if err != nil {
 			rep.PeersErr = err.Error()
+			if ctx.Err() != nil {
+				rep.PeersErr = "interrupted: " + rep.PeersErr
+			}
 			status = 1
 		}
 	}
 	bar.done()
+	if rep.Interrupted != "" {
+		fmt.Fprintf(stderr, "stridebench: %s\n", rep.Interrupted)
+	}
 	if rep.PeersErr != "" {
 		fmt.Fprintf(stderr, "stridebench: %s\n", rep.PeersErr)
 	}

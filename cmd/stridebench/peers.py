@@ -33,10 +33,10 @@ case on stdout:
   Destinations viewed through slices cannot be expressed (JAX arrays have no
   strides): unsupported.
 
-Arrays smaller than the L2 cache are rotated over enough copies to cover four
-times the L2 size, as stridebench does. Cases of at most 1 MiB also get
-PyTorch's wall time per copy_ from Python (back-to-back copies, synchronised
-at the end). Every result is checked against a NumPy reference built from the
+Arrays that take less than four times the L2 cache are rotated over enough
+copies to cover four times the L2 size, as stridebench does. Cases of at most
+1 MiB also get PyTorch's wall time per copy_ from Python (back-to-back copies,
+synchronised at the end). Every result is checked against a NumPy reference built from the
 same source pattern as stridebench's (all of the destination up to 64 MiB,
 else its ends and random 1 MiB windows). Errors are reported per case and
 framework; they never stop the run.
@@ -219,7 +219,7 @@ class Reference:
 
 
 def pair_count(touched, l2):
-    if l2 <= 0 or touched <= 0 or touched > l2:
+    if l2 <= 0 or touched <= 0 or touched >= L2_ROTATION * l2:
         return 1
     return min(MAX_PAIRS, -(-L2_ROTATION * l2 // touched))
 

@@ -31,10 +31,10 @@ var randItemTypes = []string{"uint8", "float16", "opaque3", "float32", "float64"
 
 // randomSpec says which random cases to make.
 type randomSpec struct {
-	N     int    // how many
-	Seed  uint64 // the seed; case i uses the stream (Seed, i)
-	Views bool   // add slices and flips to the permutations
-	Bytes int64  // the bytes each case should move (about)
+	N     int    `json:"n"`     // how many
+	Seed  uint64 `json:"seed"`  // the seed; case i uses the stream (Seed, i)
+	Views bool   `json:"views"` // add slices and flips to the permutations
+	Bytes int64  `json:"bytes"` // the bytes each case should move (about)
 }
 
 // randomCases returns cases 0 … N-1 of spec. Case i depends only on the

@@ -24,9 +24,14 @@ type report struct {
 	Warmup   int               `json:"warmup"`
 	Peers    map[string]string `json:"peer_versions,omitempty"`
 	PeersErr string            `json:"peer_error,omitempty"`
-	Cases    []*result         `json:"cases"`
-	Failed   int               `json:"failed"`
-	Random   *randomSummary    `json:"random_summary,omitempty"`
+	// RandomSpec is what -random asked for (the size is the one generated
+	// at: -random-bytes, or -shrink where smaller); nil without -random.
+	RandomSpec *randomSpec `json:"random_spec,omitempty"`
+	// Interrupted says that a signal stopped the run before every case ran.
+	Interrupted string         `json:"interrupted,omitempty"`
+	Cases       []*result      `json:"cases"`
+	Failed      int            `json:"failed"`
+	Random      *randomSummary `json:"random_summary,omitempty"`
 }
 
 // randomSummary is the distribution of the random cases' figures and the

@@ -19,7 +19,14 @@ const sectorBytes = 32
 // view touches. Arrays start bufAlign-aligned, so sector boundaries are
 // known.
 func rooflineBytes(b *built) int64 {
-	return sectorBytes * (touchedSectors(b.Src, b.SrcOff) + touchedSectors(b.Dst, b.DstOff))
+	src, dst := sectors(b)
+	return sectorBytes * (src + dst)
+}
+
+// sectors returns the number of distinct 32-byte sectors the src view and
+// the dst view of b touch.
+func sectors(b *built) (src, dst int64) {
+	return touchedSectors(b.Src, b.SrcOff), touchedSectors(b.Dst, b.DstOff)
 }
 
 // touchedSectors returns the number of distinct 32-byte sectors holding a
