@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/testenv"
 )
 
@@ -50,5 +54,53 @@ func TestRunGPU(t *testing.T) {
 		if r.Small && (r.Pairs < 2 || r.HostNsPerCopy <= 0 || r.FloorNsPerCopy <= 0) {
 			t.Errorf("%s: small case with %d pairs, host %v ns, floor %v ns", r.Name, r.Pairs, r.HostNsPerCopy, r.FloorNsPerCopy)
 		}
+	}
+}
+
+// TestTuneGPU tunes a few families on the GPU with small cases and one
+// round, into a new table: every family tuned gets an entry of the GPU's
+// architecture with values from its sweep, and the table keeps the
+// compiled-in one whole.
+func TestTuneGPU(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	out := filepath.Join(t.TempDir(), "tuning.txt")
+	fams := "^(btile/3|btile/16|tile/4x4|elem|fill|contig)$"
+	var stdout, stderr bytes.Buffer
+	code := runMain([]string{"tune", "-o", out, "-family", fams, "-bytes", "16MiB", "-budget", "90s", "-reps", "10", "-rounds", "1"}, &stdout, &stderr)
+	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(data), gen.TuningTable()) {
+		t.Error("the compiled-in table is not kept whole")
+	}
+	es := entriesOf(parseTable(t, string(data)), dev.Arch())
+	var want []*tuneFamily
+	for _, f := range tuneFamilies() {
+		if regexp.MustCompile(fams).MatchString(f.Name) {
+			want = append(want, f)
+		}
+	}
+	if len(es) != len(want) {
+		t.Fatalf("%d entries for %d families", len(es), len(want))
+	}
+	for i, f := range want {
+		e := es[i]
+		if e.Class != f.Class || e.Item != f.Item || e.Vec != f.Vec {
+			t.Errorf("entry %s is not family %s's", formatEntry(e), f.Name)
+		}
+		for _, a := range f.Axes {
+			if v, ok := e.Set[a.Name]; !ok || !slices.Contains(a.Values, v) {
+				t.Errorf("%s: %s=%d (set %v) is not a value of the sweep %v", f.Name, a.Name, v, ok, a.Values)
+			}
+		}
+	}
+	if strings.Contains(stderr.String(), "FAILED") {
+		t.Error("a candidate failed its check")
 	}
 }

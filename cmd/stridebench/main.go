@@ -1,13 +1,15 @@
 // Command stridebench measures stridekit's strided copies on a GPU against
 // memcpy, against the peer frameworks (PyTorch, CuPy, XLA through JAX) and
-// against the physical limit, in one run.
+// against the physical limit, in one run; and tunes the copy kernels'
+// launch knobs for the GPU.
 //
 // Usage:
 //
-//	stridebench [run] [flags]
+//	stridebench [run] [flags]     measure (the default subcommand)
+//	stridebench tune [flags]      tune the launch knobs into gen/tuning.txt
 //
-// run is the default (and, for now, the only) subcommand; the first argument
-// names a subcommand when it does not start with '-'.
+// The first argument names a subcommand when it does not start with '-';
+// each subcommand's -h lists its flags.
 //
 // # What a run does
 //
@@ -173,6 +175,37 @@
 // same memview copy between host views (memview.FromHost and ViewAt), which
 // CopyFrom runs with runtime/hostcopy, timed with the wall clock; it shrinks
 // to 4 MiB unless -shrink says otherwise.
+//
+// # Tuning
+//
+// "stridebench tune" sweeps the launch knobs of the copy kernels on the GPU
+// and writes the winners into the tuning table (-o, default gen/tuning.txt;
+// its header documents the format) as entries of the GPU's architecture,
+// one per family: the box tile per item size (btile/1 … btile/16: threads,
+// tilebytes, loadlanes, storelanes, blocks), the vectorised tile per item
+// size and vector width (tile/1x16 … tile/8x2: threads, wordcols), elem,
+// bcast and fill (threads, rows) and contig (threads, unroll, blocks).
+// Each family is timed on two or three representative cases of about
+// -bytes each (-list prints them with their signatures; they are chosen
+// among candidates by what the planner makes of them, so the tune follows
+// the planner). Each candidate's kernel is rendered with its knobs
+// (gen.Source), loaded (jit.Default.Function) and launched with them
+// (jit.Launch) on plans made with its tile size, checked once per case
+// against runtime/hostcopy, and timed with CUDA events: -reps samples per
+// case, the candidates interleaved; its time is the sum over the cases of
+// the median.
+//
+// The search is coordinate-wise from the table's current values, one knob
+// at a time, for -rounds rounds or until a round changes nothing. A value
+// replaces the current one only when it is faster by more than 2% and by
+// more than twice the samples' spread (the larger interquartile range of
+// the two); ties keep the current value; so a re-run on the same GPU keeps
+// the table within noise. The whole tune stops at -budget (default 4m; each
+// family gets a share). The rewrite replaces the entries of the tuned
+// architecture and the comment the tuner wrote above them, keeps old
+// entries of that architecture it did not rewrite, and leaves the header,
+// the comments, the "any" heuristic and other architectures as they were;
+// -dry-run prints the entries instead. Progress goes to stderr.
 package main
 
 import (
@@ -199,7 +232,8 @@ var errUsage = errors.New("usage")
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"run": runCmd,
+	"run":  runCmd,
+	"tune": tuneCmd,
 }
 
 // runMain dispatches to a subcommand ("run" when the first argument is a
@@ -212,7 +246,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cmd, ok := subcommands[args[0]]
 		if !ok {
-			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run; run is the default)\n", args[0])
+			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune; run is the default)\n", args[0])
 			return 2
 		}
 		return cmd(args[1:], stdout, stderr)
@@ -300,6 +334,7 @@ func parseSize(v string) (int64, error) {
 
 // helpHead and helpTail frame the flag list of -h.
 const helpHead = `usage: stridebench [run] [flags]
+       stridebench tune [flags]      tune the kernels' launch knobs (tune -h)
 
 Times stridekit's copy of each case (runtime/memview's CopyFrom) against
 cuMemcpyDtoD, the roofline and (-compare) PyTorch, CuPy and JAX; prints Go
