@@ -291,7 +291,7 @@ func TestHelp(t *testing.T) {
 	for _, s := range []string{"-suite", "-case", "-random", "-seed", "-random-views", "-random-bytes", "-device", "-reps",
 		"-warmup", "-latency-iters", "-shrink", "-compare", "-python", "-peers", "-frameworks", "-json", "-md", "-chart",
 		"-slowest", "-quiet", "-list", "Case syntax", "perm(1,0)", "slice(:, ::2)", "bcast(", "flip(", "roofline",
-		"32-byte sector", "Exit status", "stridebench tune", "memview"} {
+		"32-byte sector", "Exit status", "stridebench tune", "stridebench report", "memview"} {
 		if !strings.Contains(help, s) {
 			t.Errorf("-h does not mention %q", s)
 		}

@@ -1,12 +1,13 @@
 // Command stridebench measures stridekit's strided copies on a GPU against
 // memcpy, against the peer frameworks (PyTorch, CuPy, XLA through JAX) and
-// against the physical limit, in one run; and tunes the copy kernels'
-// launch knobs for the GPU.
+// against the physical limit, in one run; tunes the copy kernels' launch
+// knobs for the GPU; and writes the benchmark record.
 //
 // Usage:
 //
 //	stridebench [run] [flags]     measure (the default subcommand)
 //	stridebench tune [flags]      tune the launch knobs into gen/tuning.txt
+//	stridebench report -json RUN.json [-json2 RANDOM.json] [-o docs/benchmarks.md]
 //
 // The first argument names a subcommand when it does not start with '-';
 // each subcommand's -h lists its flags.
@@ -206,6 +207,21 @@
 // entries of that architecture it did not rewrite, and leaves the header,
 // the comments, the "any" heuristic and other architectures as they were;
 // -dry-run prints the entries instead. Progress goes to stderr.
+//
+// # The record
+//
+// "stridebench report" writes docs/benchmarks.md (-o) and its chart (a
+// PNG beside it) from the JSON of one run (-json) and, optionally, a second
+// one (-json2, the random sweep): the date, GPU, NVIDIA driver, CUDA and
+// NVRTC versions the runs recorded (and -smi, a file of nvidia-smi output),
+// the commands, the named cases with the peers, the random distribution
+// with its seed and slowest cases, the cases where a peer is faster, and
+// "Cases short of 90%": every case under 90% (-short-of) of its reference
+// (memcpy, or its roofline where that is more than 1% slower than memcpy:
+// strided sources) with its signature, bytes moved and sectors, and an
+// empty column for notes. It prints a summary: each named case's % of
+// memcpy and the random distribution. scripts/bench-gpu runs the whole
+// benchmark on the GPU machine and ends with it.
 package main
 
 import (
@@ -232,8 +248,9 @@ var errUsage = errors.New("usage")
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"run":  runCmd,
-	"tune": tuneCmd,
+	"run":    runCmd,
+	"tune":   tuneCmd,
+	"report": reportCmd,
 }
 
 // runMain dispatches to a subcommand ("run" when the first argument is a
@@ -246,7 +263,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cmd, ok := subcommands[args[0]]
 		if !ok {
-			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune; run is the default)\n", args[0])
+			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune, report; run is the default)\n", args[0])
 			return 2
 		}
 		return cmd(args[1:], stdout, stderr)
@@ -335,6 +352,7 @@ func parseSize(v string) (int64, error) {
 // helpHead and helpTail frame the flag list of -h.
 const helpHead = `usage: stridebench [run] [flags]
        stridebench tune [flags]      tune the kernels' launch knobs (tune -h)
+       stridebench report [flags]    write docs/benchmarks.md (report -h)
 
 Times stridekit's copy of each case (runtime/memview's CopyFrom) against
 cuMemcpyDtoD, the roofline and (-compare) PyTorch, CuPy and JAX; prints Go
