@@ -17,7 +17,7 @@ func boxArgsSize(nd int) int {
 
 // boxInts is the number of 32-bit scalars at the end of the box-tile
 // argument block.
-const boxInts = 25
+const boxInts = 29
 
 // packBoxTile is Pack for ClassBoxTile. The argument block is, in order
 // (little-endian, C alignment):
@@ -29,9 +29,9 @@ const boxInts = 25
 //	uint64 cmul[nd]; uint32 cshr[nd]   fast division by chunks
 //	int32  sord, dord [nd]      tile dims by |stride|, src and dst (layout.BoxSides)
 //	int32  w[nd]                shared-memory bytes per index step of each dim
-//	int32  nk, nsr, ndr, ls, rs, ld, rd, rps, cprs, cprd,
-//	       lgs, lgd, c0, mrs, mrd, mls, mld, hrs, hrd, hls, hld,
-//	       offG, offH, offA, offB
+//	int32  nk, nsr, ndr, ls, rs, ld, rd, rps, cprs, cprd, lgs, lgd, c0
+//	int32  rgs[4], rgd[4], lasts, lastd   ragged dims (see layout.BoxRagged)
+//	int32  offG, offH, offA, offB, offCs, offCd   table offsets
 //
 // The kernel stages src run j of a tile at j·rps bytes of shared memory;
 // element i of a run at i·item bytes (reversed runs: (ls-1-i)·item), so the
@@ -80,19 +80,34 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	if rev {
 		c0 = (src.RunLen - 1) * item
 	}
+	rgs, lasts, oks := layout.BoxRagged(p.Shape, p.Tile, &src)
+	rgd, lastd, okd := layout.BoxRagged(p.Shape, p.Tile, &dst)
+	if !oks || !okd {
+		return Launch{}, fmt.Errorf("%w: box tile %v has more than 4 ragged dims on a side", ErrPlan, p.Tile)
+	}
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
 	offG := al(src.Runs * rps)
 	offH := offG + al(src.Runs*idx)
 	offA := offH + al(dst.Runs*idx)
 	offB := offA + al(dst.Runs*4)
-	shared := offB + al(dst.RunLen*4)
+	offCs := offB + al(dst.RunLen*4)
+	offCd := offCs + al(src.Runs*8)
+	shared := offCd + al(dst.Runs*8)
 	if shared > layout.MaxBoxSharedBytes {
 		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory, over %d", ErrPlan, p.Tile, shared, layout.MaxBoxSharedBytes)
 	}
 	cprs := ceilDiv(src.RunLen*item, 16)
 	cprd := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
+	// Threads per run: over its 16-byte pieces for contiguous runs (the
+	// knobs' lanes), over its elements for strided ones (a warp).
 	lgs := log2(int(min(nextPow2(cprs), int64(k.LoadLanes))))
+	if src.Step != 1 && src.Step != -1 {
+		lgs = log2(int(min(nextPow2(src.RunLen), 32)))
+	}
 	lgd := log2(int(min(nextPow2(cprd), int64(k.StoreLanes))))
+	if dst.Step != 1 && dst.Step != -1 {
+		lgd = log2(int(min(nextPow2(dst.RunLen), 32)))
+	}
 
 	clear(buf[:boxArgsSize(nd)])
 	le := binary.LittleEndian
@@ -126,16 +141,19 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	for d := range nd {
 		put32(w[d])
 	}
-	mrs, hrs := Magic32(uint64(src.Runs))
-	mrd, hrd := Magic32(uint64(dst.Runs))
-	mls, hls := Magic32(uint64(src.RunLen))
-	mld, hld := Magic32(uint64(dst.RunLen))
-	for _, v := range [boxInts]int64{
+	for _, v := range [13]int64{
 		int64(src.NDims), int64(src.NRun), int64(dst.NRun),
-		src.RunLen, src.Runs, dst.RunLen, dst.Runs, rps, cprs, cprd,
-		int64(lgs), int64(lgd), c0, int64(mrs), int64(mrd), int64(mls), int64(mld),
-		int64(hrs), int64(hrd), int64(hls), int64(hld), offG, offH, offA, offB,
+		src.RunLen, src.Runs, dst.RunLen, dst.Runs, rps, cprs, cprd, int64(lgs), int64(lgd), c0,
 	} {
+		put32(v)
+	}
+	for _, v := range rgs {
+		put32(int64(v))
+	}
+	for _, v := range rgd {
+		put32(int64(v))
+	}
+	for _, v := range [8]int64{int64(lasts), int64(lastd), offG, offH, offA, offB, offCs, offCd} {
 		put32(v)
 	}
 	g := min(ntiles, MaxGridX)

@@ -101,12 +101,51 @@ func BoxRunPitch(runLen, item int64) int64 {
 // BoxSharedBytes returns the shared memory a box tile kernel needs for a
 // tile with these sides and elements of item bytes, indices of idxBytes (4
 // or 8): the src runs' data, then tables of each src run's offset, each dst
-// run's offset and shared-memory base, and each dst run element's
-// shared-memory offset, each part 16-byte aligned.
+// run's offset and shared-memory base, each dst run element's
+// shared-memory offset, and each run's ragged coordinates (8 bytes a run),
+// each part 16-byte aligned.
 func BoxSharedBytes(src, dst BoxSide, item, idxBytes int64) int64 {
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
 	return al(src.Runs*BoxRunPitch(src.RunLen, item)) + al(src.Runs*idxBytes) +
-		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4)
+		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4) + al(src.Runs*8) + al(dst.Runs*8)
+}
+
+// MaxRagged is the most ragged dims a box tile may have outside a side's
+// runs (the kernel keeps a run's coordinates along them in 16 bits each).
+const MaxRagged = 4
+
+// ragged reports whether the tile's extent t along a dim of extent n leaves
+// a short last tile.
+func ragged(n, t int64) bool { return t > 1 && n%t != 0 }
+
+// BoxRagged returns, for one side of a box tile, its ragged dims (tile dims
+// whose extent does not divide the view's, so the last tile along them is
+// short) outside the side's runs, padded with -1, and its last run dim if
+// that is ragged (else -1). ok is false when there are more than MaxRagged
+// such dims (chooseTile never makes such a tile).
+func BoxRagged(shape, tile []int64, b *BoxSide) (rg [MaxRagged]int, last int, ok bool) {
+	for i := range rg {
+		rg[i] = -1
+	}
+	last = -1
+	if b.NRun > 0 {
+		if k := int(b.Order[b.NRun-1]); ragged(shape[k], tile[k]) {
+			last = k
+		}
+	}
+	n := 0
+	for i := b.NRun; i < b.NDims; i++ {
+		k := int(b.Order[i])
+		if !ragged(shape[k], tile[k]) {
+			continue
+		}
+		if n == MaxRagged {
+			return rg, last, false
+		}
+		rg[n] = k
+		n++
+	}
+	return rg, last, true
 }
 
 // chooseTile picks the extents of a box tile for a canonical form and
@@ -170,14 +209,59 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 			c.setExtent(k, min(shape[k], c.capE/(c.vol/c.t[k])))
 		}
 	}
-	// Even out the cut dims.
+	// Even out the cut dims: an extent that divides the dim's when one is
+	// close (no ragged last tile), else chunks of ⌈e/⌈e/t⌉⌉.
 	for k := 0; k < n; k++ {
 		if t := out[k]; t > 1 && t < shape[k] {
-			chunks := (shape[k] + t - 1) / t
-			out[k] = (shape[k] + chunks - 1) / chunks
+			out[k] = evenExtent(shape[k], t)
+		}
+	}
+	// At most MaxRagged ragged dims outside either side's runs: cut the
+	// others to a divisor of their extent.
+	for {
+		src, dst := BoxSides(shape, ds, ss, out)
+		_, _, okS := BoxRagged(shape, out, &src)
+		_, _, okD := BoxRagged(shape, out, &dst)
+		if okS && okD {
+			break
+		}
+		for k := n - 1; k >= 0; k-- {
+			if ragged(shape[k], out[k]) {
+				out[k] = largestDivisor(shape[k], out[k])
+				break
+			}
 		}
 	}
 	return out
+}
+
+// evenExtent returns the tile extent to use along a dim of extent e cut at
+// t: the largest divisor of e not over t when it is at least 3/4 of t (no
+// ragged tile), else ⌈e/⌈e/t⌉⌉ (chunks of equal size but the last).
+func evenExtent(e, t int64) int64 {
+	if d := largestDivisor(e, t); 4*d >= 3*t {
+		return d
+	}
+	chunks := (e + t - 1) / t
+	return (e + chunks - 1) / chunks
+}
+
+// largestDivisor returns the largest divisor of e that is at most t (≥ 1),
+// in O(√e) steps.
+func largestDivisor(e, t int64) int64 {
+	best := int64(1)
+	for d := int64(1); d*d <= e; d++ {
+		if e%d != 0 {
+			continue
+		}
+		if d <= t {
+			best = max(best, d)
+		}
+		if q := e / d; q <= t {
+			best = max(best, q)
+		}
+	}
+	return best
 }
 
 // tileChooser is chooseTile's state: the extents so far and their product.

@@ -80,12 +80,14 @@ const (
 //   - ClassElementwise: the dims ordered by |src stride| are in the same
 //     order as by |dst stride| (no transposition: slices, flips, strided
 //     views), or the innermost dim is contiguous in both views for at least
-//     ElemRunBytes bytes (each thread moves long runs), or the canonical
-//     form has more than MaxBoxNDim dims.
+//     ElemRunBytes bytes and its element has at least 4 bytes (each thread
+//     moves long runs in wide pieces), or the canonical form has more than
+//     MaxBoxNDim dims.
 //   - ClassTile: a transposition whose dst fast dim (NDim-1, dst stride 1)
-//     and src fast dim Fast (src stride 1) are both at least TileMinExtent
-//     long and allow vectors of Vec > 1 elements on both sides: the tiled
-//     kernel with vector accesses and register transposes.
+//     and src fast dim Fast (src stride 1) both fill the tile kernel's tiles
+//     (TileEdges; at most an eighth of a tile wasted) and allow vectors of at
+//     least 8 bytes on both sides: the tiled kernel with vector accesses and
+//     register transposes.
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
@@ -111,7 +113,7 @@ const (
 //   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[Fast] == 1,
 //     SrcStrides[NDim-1] != 1, Fast is the slowest canonical dim with src
 //     stride 1, Shape[NDim-1] and Shape[Fast] ≥ TileMinExtent, no src stride
-//     is 0, and Vec > 1: Vec divides Shape[NDim-1] and Shape[Fast]; every dst
+//     is 0, and Vec·Itemsize ≥ 8: Vec divides Shape[NDim-1] and Shape[Fast]; every dst
 //     stride but DstStrides[NDim-1], and every src stride but
 //     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are
 //     multiples of Vec·Itemsize, and so are both buffer alignments. So dst is

@@ -212,8 +212,8 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 	if n > MaxBoxNDim || !transposing(j) {
 		return
 	}
-	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= ElemRunBytes {
-		return
+	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= ElemRunBytes && item >= 4 {
+		return // long runs, moved in elements of 4 bytes or more
 	}
 	if f := tileFast(j); f >= 0 {
 		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)

@@ -277,3 +277,19 @@ func checkSide(t *rapid.T, b BoxSide, shape, strides, tile []int64, vol int64) {
 		}
 	}
 }
+
+func TestLargestDivisor(t *testing.T) {
+	for e := int64(1); e < 300; e++ {
+		for lim := int64(1); lim < 310; lim += 7 {
+			want := int64(1)
+			for d := int64(1); d <= min(e, lim); d++ {
+				if e%d == 0 {
+					want = d
+				}
+			}
+			if got := largestDivisor(e, lim); got != want {
+				t.Fatalf("largestDivisor(%d, %d) = %d, want %d", e, lim, got, want)
+			}
+		}
+	}
+}

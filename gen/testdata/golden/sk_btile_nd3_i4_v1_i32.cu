@@ -24,8 +24,8 @@ enum { ND = 3 }; // canonical dims
 enum { S = 4 };   // element bytes
 enum { G = 4 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 256 }; // threads per block
-enum { KU = 2 }; // 16-byte pieces a thread loads before it stores them
-enum { KE = 8 }; // elements of a strided run a thread loads before it stores them
+enum { KU = 1 }; // 16-byte pieces a thread loads before it stores them
+enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 // A is the argument block, byte for byte gen.Pack's.
 struct A {
 	long long ntiles;            // tiles in the launch
@@ -41,12 +41,12 @@ struct A {
 	int nk, nsr, ndr;            // tile dims; dims in a src run; in a dst run
 	int ls, rs, ld, rd;          // run length and runs per tile, src and dst
 	int rps;                     // shared-memory bytes of a src run
-	int cprs, cprd;              // 16-byte pieces per src run, per dst run
-	int lgs, lgd;                // log2 of the lanes per run, load and store
+	int cprs, cprd;              // 16-byte pieces per src run, per dst run (at most)
+	int lgs, lgd;                // log2 of the threads per run, load and store
 	int c0;                      // shared-memory base of every dst run
-	unsigned int mrs, mrd, mls, mld; // fast division by rs, rd, ls, ld
-	unsigned int hrs, hrd, hls, hld;
-	int offG, offH, offA, offB;  // table offsets in shared memory
+	int rgs[4], rgd[4];          // ragged dims outside the src runs, the dst runs (-1: none)
+	int lasts, lastd;            // the last run dim, if ragged (-1: none)
+	int offG, offH, offA, offB, offCs, offCd; // table offsets in shared memory
 };
 // Granule loads and stores: G bytes, zero-extended into a word.
 __device__ __forceinline__ u32 ldg_g(const u8* p) {
@@ -83,27 +83,35 @@ __device__ __forceinline__ void shift16(const uint4 a, const uint4 b, const int 
 #pragma unroll
 	for (int k = 0; k < 4; k++) o[k] = __funnelshift_r(x[k], x[k + 1], sh);
 }
-// runok reports whether run x of a partial tile lies inside the view (its
-// coordinates along ord[nrun:nk] are below rem) and sets len to its
-// elements (the last run dim may be cut short).
-__device__ __forceinline__ bool runok(int x, const int* ord, int nrun, int nk, int full, const A& a, const int (&rem)[ND], int& len) {
-	for (int r = nrun; r < nk; r++) {
-		const int k = ord[r], t = (int)a.tile[k];
-		const int c = x % t;
+// A tile is ragged when the view ends inside it: along a ragged dim (the
+// tile's extent does not divide the view's) the last tile holds fewer
+// indices. inside reports whether a run, whose coordinates along a side's
+// ragged dims are packed in c (16 bits each), lies in a tile with the
+// remaining extents r along them.
+__device__ __forceinline__ bool inside(const uint2 c, const int (&r)[4]) {
+	return (int)(c.x & 0xffff) < r[0] && (int)(c.x >> 16) < r[1] && (int)(c.y & 0xffff) < r[2] && (int)(c.y >> 16) < r[3];
+}
+// runtables fills, for run x of a side (tile dims ord[nrun:nk]), its offset
+// in the view (strides st), its shared-memory offset (weights w, from s0)
+// and its ragged coordinates (dims rg).
+__device__ __forceinline__ void runtables(int x, const int* ord, int nrun, const A& a, const long long* st, const int* rg, I& off, int& s, uint2& c) {
+	unsigned int cc[4] = {0, 0, 0, 0};
+	for (int r = nrun; r < a.nk; r++) {
+		const int k = ord[r], t = (int)a.tile[k], i = x % t;
 		x /= t;
-		if (c >= rem[k]) return false;
+		off += (I)i * (I)st[k];
+		s += i * a.w[k];
+#pragma unroll
+		for (int g = 0; g < 4; g++)
+			if (rg[g] == k) cc[g] = (unsigned int)i;
 	}
-	len = full;
-	if (nrun > 0) {
-		const int k = ord[nrun - 1], t = (int)a.tile[k];
-		len = full / t * min(t, rem[k]);
-	}
-	return true;
+	c = make_uint2(cc[0] | cc[1] << 16, cc[2] | cc[3] << 16);
 }
 // sk_btile_nd3_i4_v1_i32 copies a transposition through box tiles: each block stages one
-// tile at a time in shared memory. Load: src runs are read in 16-byte
-// pieces (contiguous runs, any alignment) or element by element (strided
-// runs) into one shared-memory slot per run. Store: each dst run is written
+// tile at a time in shared memory. The threads of a run (1 << lgs of them)
+// take its 16-byte pieces (contiguous runs, any alignment) or elements
+// (strided runs) in turn, KU pieces (KE elements) in flight each; a src
+// run's bytes land in one shared-memory slot. Each dst run is then written
 // in aligned 16-byte pieces (its unaligned ends granule by granule), every
 // element gathered from shared memory through the tables tA (per dst run)
 // and tB (per element of a dst run), which hold the same offsets for every
@@ -114,27 +122,24 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 	I* const tH = (I*)(sm + a.offH); // dst run offsets in a tile
 	int* const tA = (int*)(sm + a.offA);
 	int* const tB = (int*)(sm + a.offB);
+	uint2* const tCs = (uint2*)(sm + a.offCs); // ragged coordinates of src runs
+	uint2* const tCd = (uint2*)(sm + a.offCd); // and of dst runs
 	for (int j = threadIdx.x; j < a.rs; j += NT) {
-		int x = j;
 		I off = 0;
-		for (int r = a.nsr; r < a.nk; r++) {
-			const int k = a.sord[r], t = (int)a.tile[k];
-			off += (I)(x % t) * (I)a.sstride[k];
-			x /= t;
-		}
+		int s = 0;
+		uint2 c;
+		runtables(j, a.sord, a.nsr, a, a.sstride, a.rgs, off, s, c);
 		tG[j] = off;
+		tCs[j] = c;
 	}
 	for (int m = threadIdx.x; m < a.rd; m += NT) {
-		int x = m, s = a.c0;
 		I off = 0;
-		for (int r = a.ndr; r < a.nk; r++) {
-			const int k = a.dord[r], t = (int)a.tile[k], c = x % t;
-			off += (I)c * (I)a.dstride[k];
-			s += c * a.w[k];
-			x /= t;
-		}
+		int s = a.c0;
+		uint2 c;
+		runtables(m, a.dord, a.ndr, a, a.dstride, a.rgd, off, s, c);
 		tH[m] = off;
 		tA[m] = s;
+		tCd[m] = c;
 	}
 	for (int i = threadIdx.x; i < a.ld; i += NT) {
 		int x = i, s = 0;
@@ -152,7 +157,8 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 		U rest = t;
 		I sb = 0, db = 0;
 		bool part = false;
-		int rem[ND];
+		int remS[4] = {1 << 30, 1 << 30, 1 << 30, 1 << 30}, remD[4] = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
+		int lenS = a.ls, lenD = a.ld;
 #pragma unroll
 		for (int k = ND - 1; k >= 0; k--) {
 			const U q = sk_div(rest, a.cmul[k], a.cshr[k], a.chunks[k]);
@@ -161,137 +167,150 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 			sb += i0 * (I)a.sstride[k];
 			db += i0 * (I)a.dstride[k];
 			const I rm = (I)a.shape[k] - i0;
-			rem[k] = (int)min(rm, (I)a.tile[k]);
-			part |= rm < (I)a.tile[k];
+			if (rm < (I)a.tile[k]) {
+				part = true;
+#pragma unroll
+				for (int g = 0; g < 4; g++) {
+					if (a.rgs[g] == k) remS[g] = (int)rm;
+					if (a.rgd[g] == k) remD[g] = (int)rm;
+				}
+				if (a.lasts == k) lenS = a.ls / (int)a.tile[k] * (int)rm;
+				if (a.lastd == k) lenD = a.ld / (int)a.tile[k] * (int)rm;
+			}
 		}
 		__syncthreads(); // tables built; the previous tile's readers are done
-		// Load: each thread issues the loads of KU pieces (or KE elements)
-		// before storing any, so that many loads are in flight at once.
+		// Load.
 		if (a.sstep == 1 || a.sstep == -1) {
-			const int lanes = 1 << a.lgs, n = (a.cprs + lanes - 1) / lanes * a.rs * lanes;
-			for (int it0 = threadIdx.x; it0 < n; it0 += NT * KU) {
-				uint4 va[KU], vb[KU];
-				u8* d[KU];
-				int ph[KU], x0[KU], need0[KU], need1[KU];
-#pragma unroll
-				for (int u = 0; u < KU; u++) {
-					d[u] = 0;
-					const int it = it0 + u * NT;
-					if (it >= n) continue;
-					const int rr = it >> a.lgs;
-					const int qg = (int)sk_div((unsigned int)rr, a.mrs, a.hrs, a.rs);
-					const int j = rr - qg * a.rs;
-					const int q = qg * lanes + (it & (lanes - 1));
-					if (q >= a.cprs) continue;
-					int len = a.ls;
-					if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
-					need0[u] = a.sstep > 0 ? 0 : (a.ls - len) * S;
-					need1[u] = a.sstep > 0 ? len * S : a.ls * S;
-					x0[u] = q * 16;
-					if (x0[u] >= need1[u] || x0[u] + 16 <= need0[u]) continue;
-					const I base = sb + tG[j];
-					const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S + x0[u];
-					ph[u] = (int)((unsigned long long)p & 15);
-					va[u] = blk(p - ph[u], slo, shi);
-					vb[u] = ph[u] ? blk(p - ph[u] + 16, slo, shi) : va[u];
-					d[u] = sm + j * a.rps + x0[u];
+			const int L = 1 << a.lgs, P = (a.cprs + L - 1) >> a.lgs;
+			for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+				const int j = it >> a.lgs, lane = it & (L - 1);
+				int len = a.ls;
+				if (part) {
+					if (!inside(tCs[j], remS)) continue;
+					len = lenS;
 				}
+				const int need0 = a.sstep > 0 ? 0 : (a.ls - len) * S, need1 = a.sstep > 0 ? len * S : a.ls * S;
+				const I base = sb + tG[j];
+				const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+				const int ph = (int)((unsigned long long)p & 15);
+				const u8* const pa = p - ph;
+				u8* const d = sm + j * a.rps;
+				for (int u0 = 0; u0 < P; u0 += KU) {
+					uint4 va[KU], vb[KU];
 #pragma unroll
-				for (int u = 0; u < KU; u++) {
-					if (!d[u]) continue;
-					u32 o[4];
-					shift16(va[u], vb[u], ph[u], o);
+					for (int u = 0; u < KU; u++) {
+						const int x0 = (lane + (u0 + u) * L) * 16;
+						va[u] = vb[u] = make_uint4(0, 0, 0, 0);
+						if (x0 < need1 && x0 + 16 > need0) {
+							va[u] = blk(pa + x0, slo, shi);
+							if (ph) vb[u] = blk(pa + x0 + 16, slo, shi);
+						}
+					}
 #pragma unroll
-					for (int k = 0; k < 4; k++)
-						if (x0[u] + 4 * k < need1[u] && x0[u] + 4 * k + 4 > need0[u]) *(u32*)(d[u] + 4 * k) = o[k];
+					for (int u = 0; u < KU; u++) {
+						const int x0 = (lane + (u0 + u) * L) * 16;
+						if (x0 < need1 && x0 + 16 > need0) {
+							u32 o[4];
+							shift16(va[u], vb[u], ph, o);
+#pragma unroll
+							for (int k = 0; k < 4; k++)
+								if (x0 + 4 * k < need1 && x0 + 4 * k + 4 > need0) *(u32*)(d + x0 + 4 * k) = o[k];
+						}
+					}
 				}
 			}
 		} else {
-			const int n = a.rs * a.ls;
-			for (int it0 = threadIdx.x; it0 < n; it0 += NT * KE) {
-				u32 v[KE][S / G];
-				u8* d[KE];
-#pragma unroll
-				for (int u = 0; u < KE; u++) {
-					d[u] = 0;
-					const int it = it0 + u * NT;
-					if (it >= n) continue;
-					const int j = (int)sk_div((unsigned int)it, a.mls, a.hls, a.ls);
-					const int i = it - j * a.ls;
-					int len = a.ls;
-					if (part && !runok(j, a.sord, a.nsr, a.nk, a.ls, a, rem, len)) continue;
-					if (i >= len) continue;
-					const u8* const p = src + (long long)(sb + tG[j] + (I)i * (I)a.sstep) * S;
-#pragma unroll
-					for (int g = 0; g < S / G; g++) v[u][g] = ldg_g(p + g * G);
-					d[u] = sm + j * a.rps + i * S;
+			const int L = 1 << a.lgs, P = (a.ls + L - 1) >> a.lgs;
+			for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+				const int j = it >> a.lgs, lane = it & (L - 1);
+				int len = a.ls;
+				if (part) {
+					if (!inside(tCs[j], remS)) continue;
+					len = lenS;
 				}
+				const u8* const p = src + (long long)(sb + tG[j]) * S;
+				u8* const d = sm + j * a.rps;
+				for (int u0 = 0; u0 < P; u0 += KE) {
+					u32 v[KE][S / G];
 #pragma unroll
-				for (int u = 0; u < KE; u++)
-					if (d[u])
+					for (int u = 0; u < KE; u++) {
+						const int i = lane + (u0 + u) * L;
 #pragma unroll
-						for (int g = 0; g < S / G; g++) st_g(d[u] + g * G, v[u][g]);
+						for (int g = 0; g < S / G; g++) v[u][g] = i < len ? ldg_g(p + (long long)i * a.sstep * S + g * G) : 0;
+					}
+#pragma unroll
+					for (int u = 0; u < KE; u++) {
+						const int i = lane + (u0 + u) * L;
+						if (i < len)
+#pragma unroll
+							for (int g = 0; g < S / G; g++) st_g(d + i * S + g * G, v[u][g]);
+					}
+				}
 			}
 		}
 		__syncthreads();
 		// Store.
 		if (a.dstep == 1 || a.dstep == -1) {
-			const int lanes = 1 << a.lgd, n = (a.cprd + lanes - 1) / lanes * a.rd * lanes;
-			for (int it = threadIdx.x; it < n; it += NT) {
-				const int rr = it >> a.lgd;
-				const int qg = (int)sk_div((unsigned int)rr, a.mrd, a.hrd, a.rd);
-				const int m = rr - qg * a.rd;
-				const int q = qg * lanes + (it & (lanes - 1));
-				if (q >= a.cprd) continue;
+			const int L = 1 << a.lgd;
+			for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+				const int m = it >> a.lgd, lane = it & (L - 1);
 				int len = a.ld;
-				if (part && !runok(m, a.dord, a.ndr, a.nk, a.ld, a, rem, len)) continue;
+				if (part) {
+					if (!inside(tCd[m], remD)) continue;
+					len = lenD;
+				}
 				const I base = db + tH[m];
 				u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
 				const int nb = len * S;
-				const int b0 = q * 16 - (int)((unsigned long long)p0 & 15);
-				if (b0 >= nb) continue;
 				const u8* const sa = sm + tA[m];
-				if (b0 >= 0 && b0 + 16 <= nb) {
-					u32 o[4] = {0, 0, 0, 0};
-					const int p = b0 / S;
-					{
-						if (a.dstep > 0) {
-							const int* const tb = tB + p;
-							o[0] |= lds_g(sa + tb[0] + 0) << 0;
-							o[1] |= lds_g(sa + tb[1] + 0) << 0;
-							o[2] |= lds_g(sa + tb[2] + 0) << 0;
-							o[3] |= lds_g(sa + tb[3] + 0) << 0;
-						} else {
-							const int* const tb = tB + (len - 1 - p);
-							o[0] |= lds_g(sa + tb[-0] + 0) << 0;
-							o[1] |= lds_g(sa + tb[-1] + 0) << 0;
-							o[2] |= lds_g(sa + tb[-2] + 0) << 0;
-							o[3] |= lds_g(sa + tb[-3] + 0) << 0;
+				for (int b0 = lane * 16 - (int)((unsigned long long)p0 & 15); b0 < nb; b0 += L * 16) {
+					if (b0 >= 0 && b0 + 16 <= nb) {
+						u32 o[4] = {0, 0, 0, 0};
+						const int p = b0 / S;
+						{
+							if (a.dstep > 0) {
+								const int* const tb = tB + p;
+								o[0] |= lds_g(sa + tb[0] + 0) << 0;
+								o[1] |= lds_g(sa + tb[1] + 0) << 0;
+								o[2] |= lds_g(sa + tb[2] + 0) << 0;
+								o[3] |= lds_g(sa + tb[3] + 0) << 0;
+							} else {
+								const int* const tb = tB + (len - 1 - p);
+								o[0] |= lds_g(sa + tb[-0] + 0) << 0;
+								o[1] |= lds_g(sa + tb[-1] + 0) << 0;
+								o[2] |= lds_g(sa + tb[-2] + 0) << 0;
+								o[3] |= lds_g(sa + tb[-3] + 0) << 0;
+							}
 						}
-					}
-					*(uint4*)(p0 + b0) = make_uint4(o[0], o[1], o[2], o[3]);
-				} else {
+						*(uint4*)(p0 + b0) = make_uint4(o[0], o[1], o[2], o[3]);
+					} else {
 #pragma unroll
-					for (int g = 0; g < 16 / G; g++) {
-						const int b = b0 + g * G;
-						if (b < 0 || b >= nb) continue;
-						const int p = b / S, i = a.dstep > 0 ? p : len - 1 - p;
-						st_g(p0 + b, lds_g(sa + tB[i] + (b - p * S)));
+						for (int g = 0; g < 16 / G; g++) {
+							const int b = b0 + g * G;
+							if (b < 0 || b >= nb) continue;
+							const int p = b / S, i = a.dstep > 0 ? p : len - 1 - p;
+							st_g(p0 + b, lds_g(sa + tB[i] + (b - p * S)));
+						}
 					}
 				}
 			}
 		} else {
-			const int n = a.rd * a.ld;
-			for (int it = threadIdx.x; it < n; it += NT) {
-				const int m = (int)sk_div((unsigned int)it, a.mld, a.hld, a.ld);
-				const int i = it - m * a.ld;
+			const int L = 1 << a.lgd;
+			for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+				const int m = it >> a.lgd, lane = it & (L - 1);
 				int len = a.ld;
-				if (part && !runok(m, a.dord, a.ndr, a.nk, a.ld, a, rem, len)) continue;
-				if (i >= len) continue;
-				u8* const p = dst + (long long)(db + tH[m] + (I)i * (I)a.dstep) * S;
-				const u8* const s = sm + tA[m] + tB[i];
+				if (part) {
+					if (!inside(tCd[m], remD)) continue;
+					len = lenD;
+				}
+				u8* const p = dst + (long long)(db + tH[m]) * S;
+				const u8* const sa = sm + tA[m];
+				for (int i = lane; i < len; i += L) {
+					u8* const q = p + (long long)i * a.dstep * S;
+					const u8* const s = sa + tB[i];
 #pragma unroll
-				for (int g = 0; g < S / G; g++) st_g(p + g * G, lds_g(s + g * G));
+					for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
+				}
 			}
 		}
 	}
