@@ -281,7 +281,7 @@ func (rec *record) write(w io.Writer) error {
 		"all timed in the same run. What each figure means is in `stridebench -h`; the commands below reproduce the runs.\n\n")
 	for _, r := range rec.runs() {
 		if r.Device.Kind != "gpu" {
-			bw.printf("> **Not a GPU measurement.** `%s` ran with `-device %s`: the copy ran on the host (%s). "+
+			bw.printf("> **Not a GPU measurement.** `%s` ran with `-device %s`: the copy ran on the host (timing: %s). "+
 				"Its figures test the harness and say nothing about GPU performance.\n\n", commandLine(r), r.Device.Kind, mdEscape(r.Device.Timing))
 		}
 		if r.Interrupted != "" {
