@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"strings"
+
+	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/layout"
 )
 
 // A case line builds a source view of a dense array and a destination
@@ -44,4 +47,52 @@ func Example_randomCases() {
 	// Output:
 	// rand-s5-i0-t1048576
 	// rand-s5-i1-t1048576
+}
+
+// The tuner writes an architecture's entries under a comment of its own and
+// keeps the rest of the table as it was.
+func Example_tuningTable() {
+	old := "# header\nany elem * * threads=256 rows=4\n"
+	e := gen.TuningEntry{Arch: 90, Class: layout.ClassElementwise, Set: map[string]int{"threads": 128, "rows": 8}}
+	text, err := rewriteTuning(old, 90, []string{"tuned on a test GPU."}, []gen.TuningEntry{e})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Print(text)
+	// Output:
+	// # header
+	// any elem * * threads=256 rows=4
+	//
+	// # sm_90: tuned on a test GPU.
+	// sm_90 elem * * threads=128 rows=8
+}
+
+// A knob value replaces the current one only when it is faster by more
+// than 2% and by more than twice the spread of the samples.
+func Example_replacementRule() {
+	cur := score{OK: true, Time: 1.000e-3, Spread: 4e-6}
+	for _, t := range []float64{0.990e-3, 0.975e-3, 0.900e-3} {
+		fmt.Printf("%.3f ms against 1.000 ms: %v\n", t*1e3, beats(score{OK: true, Time: t, Spread: 4e-6}, cur))
+	}
+	// Output:
+	// 0.990 ms against 1.000 ms: false
+	// 0.975 ms against 1.000 ms: true
+	// 0.900 ms against 1.000 ms: true
+}
+
+// The record measures a case against memcpy, or against its roofline when
+// its source reads more sectors than the copy writes: here both copies take
+// twice memcpy's time, but a[:, ::2] can reach only two thirds of memcpy.
+func Example_reference() {
+	cs, _ := parseSuite(strings.NewReader("half f32 64x128 src=slice(:,::2)\nt f32 64x64 src=perm(1,0)\n"), "example")
+	for _, p := range prepare(cs, nil) {
+		r := newResult(p, nil)
+		fillTimes(r, timing{Median: 2e-6}, timing{Median: 1e-6})
+		pct, ref := reference(r)
+		fmt.Printf("%s: %.0f%% of memcpy, %.0f%% of the reference (%s)\n", r.Name, r.PctMemcpy, pct, ref)
+	}
+	// Output:
+	// half: 50% of memcpy, 75% of the reference (roofline)
+	// t: 50% of memcpy, 50% of the reference (memcpy)
 }
