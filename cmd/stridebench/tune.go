@@ -166,7 +166,7 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 		return bad("-family %q: %v", *family, err)
 	}
 	var names []string
-	for _, fam := range tuneFamilies() {
+	for _, fam := range allFamilies() {
 		names = append(names, fam.Name)
 		if f.family.MatchString(fam.Name) {
 			f.families = append(f.families, fam)
@@ -177,6 +177,9 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	}
 	return f, nil
 }
+
+// allFamilies returns the families tune knows; tests replace it.
+var allFamilies = tuneFamilies
 
 // newTuneTarget opens the GPU the tune runs on; tests replace it.
 var newTuneTarget = func(f *tuneFlags) (tuneTarget, error) {
@@ -203,19 +206,29 @@ func tuneCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "stridebench tune: %v\n", err)
 		return 2
 	}
-	// Every family's cases must build and plan as the family before any
-	// GPU time is spent.
+	// Each family's cases are built and planned before any GPU time is
+	// spent; a family none of whose cases plans as the family (the planner
+	// changed) is skipped, and the others are tuned.
 	cases := map[*tuneFamily][]*built{}
+	caseErr := map[*tuneFamily]error{}
 	for _, fam := range f.families {
 		bs, err := familyCases(fam, f.bytes)
 		if err != nil {
-			fmt.Fprintf(stderr, "stridebench tune: family %s at -bytes %s: %v\n", fam.Name, humanSize(f.bytes), err)
-			return 1
+			caseErr[fam] = err
+			fmt.Fprintf(stderr, "stridebench tune: family %s at -bytes %s is skipped: %v\n", fam.Name, humanSize(f.bytes), err)
+			continue
 		}
 		cases[fam] = bs
 	}
 	if f.list {
-		return listFamilies(stdout, f, cases)
+		code := listFamilies(stdout, f, cases)
+		if len(caseErr) > 0 {
+			code = 1
+		}
+		return code
+	}
+	if len(cases) == 0 {
+		return 1
 	}
 	text, from, err := readTable(f.out)
 	if err != nil {
@@ -256,12 +269,18 @@ func tuneCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	left := 0.0
 	for _, fam := range f.families {
-		left += weight(fam)
+		if caseErr[fam] == nil {
+			left += weight(fam)
+		}
 	}
 	var outs []*familyOutcome
 	for i, fam := range f.families {
 		o := &familyOutcome{f: fam}
 		outs = append(outs, o)
+		if err := caseErr[fam]; err != nil {
+			o.err = err
+			continue
+		}
 		w := weight(fam)
 		share := time.Duration(float64(time.Until(deadline)) * w / left)
 		left -= w
@@ -422,6 +441,9 @@ func tuneNote(dev deviceInfo, f *tuneFlags, t0 time.Time, notTuned []string) []s
 func listFamilies(w io.Writer, f *tuneFlags, cases map[*tuneFamily][]*built) int {
 	bw := &errWriter{w: w}
 	for _, fam := range f.families {
+		if cases[fam] == nil {
+			continue
+		}
 		bw.printf("%s  (entry: %s %s %s)\n", fam.Name, fam.Class, starOr(fam.Item), starOr(fam.Vec))
 		for _, a := range fam.Axes {
 			vals := make([]string, len(a.Values))

@@ -402,6 +402,24 @@ func TestTuneCmdFailures(t *testing.T) {
 		t.Errorf("entries %v", es)
 	}
 
+	// A family none of whose cases plans as the family is skipped; the
+	// others are tuned and written.
+	old := allFamilies
+	allFamilies = func() []*tuneFamily {
+		return append(old(), &tuneFamily{Name: "bogus", Class: layout.ClassFill, Axes: []knobAxis{threads3},
+			Cases: func(t int64) []string { return tileCases(4, t) }})
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code = runMain([]string{"tune", "-o", out, "-family", "^elem$|bogus", "-bytes", "64KiB"}, &stdout, &stderr)
+	allFamilies = old
+	data, _ = os.ReadFile(out)
+	es = entriesOf(parseTable(t, string(data)), 90)
+	if code != 1 || !strings.Contains(stderr.String(), "family bogus at -bytes 64 KiB is skipped: bad case: bogus: no case plans as the family") ||
+		len(es) != 3 || formatEntry(es[0]) != "sm_90 elem * * threads=512 rows=8" || !strings.Contains(string(data), "Not tuned in that run (old entries kept): bogus.") {
+		t.Errorf("bogus family: exit %d, entries %v, stderr:\n%s", code, es, stderr.String())
+	}
+
 	// A budget spent before the first family: nothing tuned, nothing
 	// written.
 	stdout.Reset()
