@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -541,4 +542,46 @@ func TestTuneKernelsCompile(t *testing.T) {
 		}
 	}
 	t.Logf("%d kernels compiled", len(jobs))
+}
+
+func TestInterleaved(t *testing.T) {
+	var order []int
+	calls := map[int]int{}
+	got, err := interleaved(3, 4, func(k int) (float64, error) {
+		order = append(order, k)
+		calls[k]++
+		return float64(10*k + calls[k]), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{0, 1, 2, 3, 1, 2, 3, 0, 2, 3, 0, 1}; !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+	for k, xs := range got {
+		if want := []float64{float64(10*k + 1), float64(10*k + 2), float64(10*k + 3)}; !slices.Equal(xs, want) {
+			t.Errorf("candidate %d: samples %v, want %v", k, xs, want)
+		}
+	}
+	n := 0
+	_, err = interleaved(3, 2, func(int) (float64, error) {
+		if n++; n == 4 {
+			return 0, fmt.Errorf("launch failed")
+		}
+		return 1, nil
+	})
+	if err == nil || n != 4 {
+		t.Errorf("error after %d samples: %v", n, err)
+	}
+}
+
+func TestMedianIQR(t *testing.T) {
+	med, iqr := medianIQR([]float64{5, 1, 4, 2, 3, 100, 6, 7})
+	// Sorted 1 2 3 4 5 6 7 100: median 4.5, 75th percentile 6, 25th 2.
+	if med != 4.5 || iqr != 4 {
+		t.Errorf("median %v, IQR %v; want 4.5, 4", med, iqr)
+	}
+	if med, iqr := medianIQR(nil); med != 0 || iqr != 0 {
+		t.Errorf("no samples: %v %v", med, iqr)
+	}
 }

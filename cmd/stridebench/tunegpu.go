@@ -302,18 +302,29 @@ func (s *gpuSession) time(tc *tuneCase, ls []*launchable, live []int) ([][]float
 	if t1 < minBatchTime {
 		batch = int(min(maxBatch, int64(minBatchTime)/max(int64(t1), 1)+1))
 	}
-	samples := make([][]float64, len(live))
-	for r := range s.t.reps {
-		for j := range live {
-			k := (r + j) % len(live)
-			d, err := run(ls[live[k]], batch)
+	return interleaved(s.t.reps, len(live), func(k int) (float64, error) {
+		d, err := run(ls[live[k]], batch)
+		return d.Seconds() / float64(batch), err
+	})
+}
+
+// interleaved takes reps samples of each of n candidates with sample(k),
+// round by round: round r samples every candidate once, starting at
+// candidate r mod n, so no candidate always follows the same one. It
+// returns the samples of each candidate in the order taken.
+func interleaved(reps, n int, sample func(k int) (float64, error)) ([][]float64, error) {
+	out := make([][]float64, n)
+	for r := range reps {
+		for j := range n {
+			k := (r + j) % n
+			v, err := sample(k)
 			if err != nil {
 				return nil, err
 			}
-			samples[k] = append(samples[k], d.Seconds()/float64(batch))
+			out[k] = append(out[k], v)
 		}
 	}
-	return samples, nil
+	return out, nil
 }
 
 // medianIQR returns the median of xs and their interquartile range (the
