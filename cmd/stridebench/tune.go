@@ -363,14 +363,14 @@ func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tun
 	}
 	fmt.Fprintf(log, "%s %s: from %s; cases %s (%s)\n", tag, fam.Name, knobsString(start, fam.Axes), caseNames(bs), strings.Join(sigs, ", "))
 	t := time.Now()
-	sess, err := target.open(fam, bs)
+	bench, err := target.open(fam, bs)
 	o.setup = time.Since(t)
 	if err != nil {
 		o.err = fmt.Errorf("setup: %w", err)
 		fmt.Fprintf(log, "%s %s: %v\n", tag, fam.Name, o.err)
 		return
 	}
-	defer sess.close()
+	defer bench.close()
 	cfg := searchConfig{Rounds: f.rounds, Deadline: deadline, Indent: "    "}
 	if !f.quiet {
 		cfg.Log = log
@@ -382,7 +382,7 @@ func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tun
 		return time.Now()
 	}
 	t = time.Now()
-	o.res, err = coordinateSearch(start, fam.Axes, cfg, sess.measure)
+	o.res, err = coordinateSearch(start, fam.Axes, cfg, bench.measure)
 	o.search = time.Since(t)
 	o.ran = len(o.res.Steps) > 0
 	if err != nil {

@@ -221,7 +221,7 @@ func TestTuneFamilies(t *testing.T) {
 	}
 }
 
-// fakeTarget is a tuneTarget whose sessions measure fakeCost.
+// fakeTarget is a tuneTarget whose family benches measure fakeCost.
 type fakeTarget struct {
 	opt   func(f *tuneFamily) map[string]int
 	fail  func(f *tuneFamily, k gen.Knobs) bool
@@ -233,7 +233,7 @@ func (ft *fakeTarget) info() deviceInfo {
 	return deviceInfo{Kind: "gpu", Name: "Fake GPU", Arch: 90, SMs: 132, CUDA: "13.0", DriverRelease: "580.1"}
 }
 func (ft *fakeTarget) close() error { return nil }
-func (ft *fakeTarget) open(f *tuneFamily, cases []*built) (tuneSession, error) {
+func (ft *fakeTarget) open(f *tuneFamily, cases []*built) (familyBench, error) {
 	ft.mu.Lock()
 	ft.opens = append(ft.opens, f.Name)
 	ft.mu.Unlock()
@@ -241,13 +241,13 @@ func (ft *fakeTarget) open(f *tuneFamily, cases []*built) (tuneSession, error) {
 	if ft.fail != nil {
 		fc.fail = func(k gen.Knobs) bool { return ft.fail(f, k) }
 	}
-	return fakeSession{fc}, nil
+	return fakeFamilyBench{fc}, nil
 }
 
-type fakeSession struct{ fc *fakeCost }
+type fakeFamilyBench struct{ fc *fakeCost }
 
-func (s fakeSession) measure(c []gen.Knobs) ([]score, error) { return s.fc.measure(c) }
-func (s fakeSession) close() error                           { return nil }
+func (s fakeFamilyBench) measure(c []gen.Knobs) ([]score, error) { return s.fc.measure(c) }
+func (s fakeFamilyBench) close() error                           { return nil }
 
 // fakeOptimum gives each family an optimum that differs from the table's
 // start: the last value of each axis.

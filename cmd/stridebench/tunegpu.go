@@ -25,13 +25,13 @@ import (
 type tuneTarget interface {
 	info() deviceInfo
 	// open sets up a family's cases (arrays, source pattern, reference
-	// result) and returns the session that measures candidates on them.
-	open(f *tuneFamily, cases []*built) (tuneSession, error)
+	// result) and returns the bench that measures candidates on them.
+	open(f *tuneFamily, cases []*built) (familyBench, error)
 	close() error
 }
 
-// tuneSession measures candidates on one family's cases.
-type tuneSession interface {
+// familyBench measures candidates on one family's cases.
+type familyBench interface {
 	measure(cands []gen.Knobs) ([]score, error)
 	close() error
 }
@@ -53,7 +53,7 @@ func newGPUTuner(ordinal, reps, warmup int) (tuneTarget, error) {
 func (t *gpuTuner) info() deviceInfo { return t.g.info() }
 func (t *gpuTuner) close() error     { return t.g.close() }
 
-// tuneCase is one case of a session: its arrays on the GPU, the reference
+// tuneCase is one case of a family bench: its arrays on the GPU, the reference
 // dst array, and what is known per candidate.
 type tuneCase struct {
 	b    *built
@@ -64,8 +64,8 @@ type tuneCase struct {
 	checked map[gen.Knobs]string
 }
 
-// gpuSession is a tuneSession on a gpuTuner.
-type gpuSession struct {
+// gpuFamilyBench is a familyBench on a gpuTuner.
+type gpuFamilyBench struct {
 	t     *gpuTuner
 	f     *tuneFamily
 	cases []*tuneCase
@@ -80,8 +80,8 @@ type fnKey struct {
 	knobs gen.Knobs
 }
 
-func (t *gpuTuner) open(f *tuneFamily, cases []*built) (tuneSession, error) {
-	s := &gpuSession{t: t, f: f, fns: map[fnKey]cuda.Function{}}
+func (t *gpuTuner) open(f *tuneFamily, cases []*built) (familyBench, error) {
+	s := &gpuFamilyBench{t: t, f: f, fns: map[fnKey]cuda.Function{}}
 	for _, b := range cases {
 		if err := checkSize(b); err != nil {
 			s.close()
@@ -107,7 +107,7 @@ func (t *gpuTuner) open(f *tuneFamily, cases []*built) (tuneSession, error) {
 	return s, nil
 }
 
-func (s *gpuSession) close() error {
+func (s *gpuFamilyBench) close() error {
 	var first error
 	for _, tc := range s.cases {
 		if err := tc.in.close(); first == nil {
@@ -133,7 +133,7 @@ type launchable struct {
 
 // plans returns each candidate's plan on case tc, or why it cannot run
 // (knobs gen refuses, a plan of another family).
-func (s *gpuSession) plans(tc *tuneCase, cands []gen.Knobs) []*launchable {
+func (s *gpuFamilyBench) plans(tc *tuneCase, cands []gen.Knobs) []*launchable {
 	d, sp := tc.lowPair(0)
 	dev := s.t.g.dev
 	opt := copyPlanOptions(dev, d, sp, tc.b.Item)
@@ -150,7 +150,7 @@ func (s *gpuSession) plans(tc *tuneCase, cands []gen.Knobs) []*launchable {
 
 // load loads the kernels of every launchable that has none yet, compiling
 // in parallel (NVRTC runs on the CPU; the jit cache serves repeats).
-func (s *gpuSession) load(ls []*launchable) {
+func (s *gpuFamilyBench) load(ls []*launchable) {
 	var todo []fnKey
 	for _, l := range ls {
 		if l.err != nil {
@@ -199,14 +199,14 @@ func (s *gpuSession) load(ls []*launchable) {
 }
 
 // launch runs l on pair i of tc.
-func (s *gpuSession) launch(tc *tuneCase, l *launchable, pair int) error {
+func (s *gpuFamilyBench) launch(tc *tuneCase, l *launchable, pair int) error {
 	d, sp := tc.lowPair(pair)
 	return jit.Launch(l.fn, s.t.g.st, d, sp, &l.plan, l.knobs)
 }
 
 // check runs l once into a poisoned dst and compares the check windows
 // with the reference; "" when the bytes are right.
-func (s *gpuSession) check(tc *tuneCase, l *launchable) (string, error) {
+func (s *gpuFamilyBench) check(tc *tuneCase, l *launchable) (string, error) {
 	if msg, ok := tc.checked[l.knobs]; ok {
 		return msg, nil
 	}
@@ -235,7 +235,7 @@ func (s *gpuSession) check(tc *tuneCase, l *launchable) (string, error) {
 // starting at a different candidate each round), each sample one batch of
 // back-to-back launches between two CUDA events, enough to cover
 // minBatchTime.
-func (s *gpuSession) measure(cands []gen.Knobs) ([]score, error) {
+func (s *gpuFamilyBench) measure(cands []gen.Knobs) ([]score, error) {
 	out := make([]score, len(cands))
 	for i := range out {
 		out[i].OK = true
@@ -284,7 +284,7 @@ func (s *gpuSession) measure(cands []gen.Knobs) ([]score, error) {
 
 // time returns the samples (seconds per launch) of the live launchables
 // of ls on tc, interleaved.
-func (s *gpuSession) time(tc *tuneCase, ls []*launchable, live []int) ([][]float64, error) {
+func (s *gpuFamilyBench) time(tc *tuneCase, ls []*launchable, live []int) ([][]float64, error) {
 	in := tc.in
 	run := func(l *launchable, n int) (time.Duration, error) {
 		return in.events(n, func(pair int) error { return s.launch(tc, l, pair) })
