@@ -98,15 +98,21 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	}
 	cprs := ceilDiv(src.RunLen*item, 16)
 	cprd := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
-	// Threads per run: over its 16-byte pieces for contiguous runs (the
-	// knobs' lanes), over its elements for strided ones (a warp).
-	lgs := log2(int(min(nextPow2(cprs), int64(k.LoadLanes))))
-	if src.Step != 1 && src.Step != -1 {
-		lgs = log2(int(min(nextPow2(src.RunLen), 32)))
+	// Threads per run, a power of two: the knob's lanes over a contiguous
+	// run's 16-byte pieces (a warp over a strided run's elements), more when
+	// the tile has too few runs to keep the block busy, never more than the
+	// run has pieces (elements) or the block has threads.
+	lanes := func(knob int, pieces, runs int64) int {
+		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
+		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
 	}
-	lgd := log2(int(min(nextPow2(cprd), int64(k.StoreLanes))))
+	lgs := lanes(k.LoadLanes, cprs, src.Runs)
+	if src.Step != 1 && src.Step != -1 {
+		lgs = lanes(32, src.RunLen, src.Runs)
+	}
+	lgd := lanes(k.StoreLanes, cprd, dst.Runs)
 	if dst.Step != 1 && dst.Step != -1 {
-		lgd = log2(int(min(nextPow2(dst.RunLen), 32)))
+		lgd = lanes(32, dst.RunLen, dst.Runs)
 	}
 
 	clear(buf[:boxArgsSize(nd)])

@@ -77,10 +77,8 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 		return err
 	}
 	var cfg copyConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&cfg)
-		}
+	if len(opts) > 0 {
+		cfg = applyOptions(opts) // apart, so that cfg stays on the stack
 	}
 	dd, sd := v.onDevice(), src.onDevice()
 	var err error
@@ -91,16 +89,26 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 		// Peer copies between devices go here.
 		err = fmt.Errorf("%w: %v and %v", ErrDevice, v.dev, src.dev)
 	case dd && sd:
-		err = deviceToDevice(v, src, s, &cfg)
+		err = deviceToDevice(v, src, s, cfg)
 	case dd:
-		err = hostToDevice(v, src, s, &cfg)
+		err = hostToDevice(v, src, s, cfg)
 	default:
-		err = deviceToHost(v, src, s, &cfg)
+		err = deviceToHost(v, src, s, cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
 	}
 	return nil
+}
+
+func applyOptions(opts []CopyOption) copyConfig {
+	c := new(copyConfig)
+	for _, o := range opts {
+		if o != nil {
+			o(c)
+		}
+	}
+	return *c
 }
 
 // CopyTo copies v into dst: dst.CopyFrom(v, s, opts...).
@@ -156,7 +164,7 @@ func overlaps(a, b *StridedMemoryView) bool {
 	return a.span > 0 && b.span > 0 && a.low < b.low+uintptr(b.span) && b.low < a.low+uintptr(a.span)
 }
 
-func deviceToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) error {
+func deviceToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
 	dev := dst.dev
 	if err := checkStream(s, dev); err != nil {
 		return err
@@ -202,7 +210,7 @@ func hostToHost(dst, src *StridedMemoryView, s *cuda.Stream) error {
 	return hostcopy.Copy(dst.hostBytes(), dst.l, src.hostBytes(), src.l)
 }
 
-func allocDevice(cfg *copyConfig, dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
+func allocDevice(cfg copyConfig, dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
 	size = max(size, 1)
 	if cfg.alloc != nil {
 		b, err := cfg.alloc.AllocDevice(dev, size, s)

@@ -162,13 +162,13 @@ func dropBroadcast(hl, c layout.Layout) (layout.Layout, layout.Layout, error) {
 // stager holds a staged transfer's two pinned buffers and events.
 type stager struct {
 	dev  *cuda.Device
-	cfg  *copyConfig
+	cfg  copyConfig
 	bufs [2]*cuda.Buffer
 	ev   [2]*cuda.Event
 	used [2]bool
 }
 
-func newStager(dev *cuda.Device, cfg *copyConfig, size int64) (*stager, error) {
+func newStager(dev *cuda.Device, cfg copyConfig, size int64) (*stager, error) {
 	st := &stager{dev: dev, cfg: cfg}
 	for i := range 2 {
 		b, err := getPinned(cfg, dev, int(max(size, 1)))
@@ -275,7 +275,7 @@ func planDeviceToHost(dst, src *StridedMemoryView, p *layout.Plan) (hostPlan, er
 	return h, nil
 }
 
-func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) error {
+func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
 	dev := dst.dev
 	if err := checkStream(s, dev); err != nil {
 		return err
@@ -318,7 +318,7 @@ func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) 
 // uploadStaged moves the compact image of host view src to img through the
 // pinned staging buffers, the gather of one chunk overlapping the DMA of the
 // one before.
-func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg *copyConfig, img cuda.DevicePtr, src *StridedMemoryView, c layout.Layout, direct bool) error {
+func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView, c layout.Layout, direct bool) error {
 	ps, err := pieces(src.l, c, direct)
 	if err != nil {
 		return err
@@ -359,7 +359,7 @@ func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg *copyConfig, img cuda.De
 	return st.close()
 }
 
-func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) error {
+func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
 	dev := src.dev
 	if err := checkStream(s, dev); err != nil {
 		return err
@@ -399,7 +399,7 @@ func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg *copyConfig) 
 // downloadStaged moves img, the compact image of host view dst, through the
 // pinned staging buffers, the scatter of one chunk overlapping the DMA of
 // the next.
-func downloadStaged(dev *cuda.Device, s *cuda.Stream, cfg *copyConfig, img cuda.DevicePtr, dst *StridedMemoryView, c layout.Layout, direct bool) error {
+func downloadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, dst *StridedMemoryView, c layout.Layout, direct bool) error {
 	ps, err := pieces(dst.l, c, direct)
 	if err != nil {
 		return err
@@ -457,7 +457,7 @@ var pinned struct {
 // maxPooled is how many staging buffers a device keeps between copies.
 const maxPooled = 8
 
-func getPinned(cfg *copyConfig, dev *cuda.Device, size int) (*cuda.Buffer, error) {
+func getPinned(cfg copyConfig, dev *cuda.Device, size int) (*cuda.Buffer, error) {
 	size = max(size, StageBytes)
 	if cfg.alloc != nil {
 		b, err := cfg.alloc.AllocHost(dev, size)
@@ -479,7 +479,7 @@ func getPinned(cfg *copyConfig, dev *cuda.Device, size int) (*cuda.Buffer, error
 	return dev.AllocHost(size)
 }
 
-func putPinned(cfg *copyConfig, dev *cuda.Device, b *cuda.Buffer) {
+func putPinned(cfg copyConfig, dev *cuda.Device, b *cuda.Buffer) {
 	if cfg.alloc != nil || b.Size() > 4*StageBytes {
 		b.Close()
 		return
