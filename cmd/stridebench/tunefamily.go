@@ -39,6 +39,7 @@ var (
 		{"loadlanes", []int{4, 8, 16, 32}},
 		{"storelanes", []int{1, 2, 4, 8}},
 		{"blocks", []int{4, 8, 16}},
+		{"unroll", []int{1, 2, 3}},
 	}
 )
 
