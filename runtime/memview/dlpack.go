@@ -55,7 +55,8 @@ func ProducerStream(s *cuda.Stream) DLPackOption { return func(c *dlpackConfig) 
 // of the copy, writable, and Report's flags carry dlpack.FlagIsCopied.
 // Tensors already in host memory (kDLCPU, kDLCUDAHost) are not copied. On
 // export, ToDLPack of a device or managed view hands over such a copy
-// instead of the view, as a kDLCPU tensor flagged dlpack.FlagIsCopied.
+// instead of the view, as a kDLCPU tensor flagged dlpack.FlagIsCopied;
+// views of host memory, pinned included, are handed over as they are.
 func ToHost() DLPackOption { return func(c *dlpackConfig) { c.host = true } }
 
 // Report makes an import fill *info with what it found out about the tensor
@@ -520,7 +521,9 @@ func dlpackOwner(o *owner) *dlpackView {
 // is waited for on the host); without it, the view's device is
 // synchronised. Host views (pageable memory) have nothing pending (their
 // copies are done when CopyFrom returns) and take -1; a ProducerStream
-// given for them is waited for on the host.
+// given for them is waited for on the host. A view of pinned memory that
+// no device owns (a kDLCUDAHost import) is synchronised only through its
+// ProducerStream, if given.
 //
 // With ToHost, a view of device or managed memory is copied into Go memory
 // (on the ProducerStream stream, else on the legacy default stream after
