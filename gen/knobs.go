@@ -64,6 +64,7 @@ var tuning struct {
 	once    sync.Once
 	entries []tuneEntry
 	err     error
+	source  string
 	mu      sync.RWMutex
 	over    map[knobKey]Knobs // Override's entries
 }
@@ -161,11 +162,36 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 	return out, nil
 }
 
+// loadTuning reads the tuning table: the file named by $STRIDEKIT_TUNING
+// if set (a table `stridebench tune` wrote on this machine's GPU, used
+// before it is committed), else the embedded tuning.txt. An unreadable or
+// malformed file falls back to the embedded table; TuningSource says which
+// table is in use and why.
 func loadTuning() error {
 	tuning.once.Do(func() {
+		tuning.source = "embedded tuning.txt"
+		if path := os.Getenv("STRIDEKIT_TUNING"); path != "" {
+			b, err := os.ReadFile(path)
+			if err == nil {
+				var es []tuneEntry
+				if es, err = parseTuning(path, strings.NewReader(string(b))); err == nil {
+					tuning.entries, tuning.source = es, path
+					return
+				}
+			}
+			tuning.source = fmt.Sprintf("embedded tuning.txt ($STRIDEKIT_TUNING: %v)", err)
+		}
 		tuning.entries, tuning.err = parseTuning("tuning.txt", strings.NewReader(tuningText))
 	})
 	return tuning.err
+}
+
+// TuningSource names the tuning table KnobsFor reads: "embedded
+// tuning.txt", or the file $STRIDEKIT_TUNING names (with the reason it was
+// not used, if it was not).
+func TuningSource() string {
+	loadTuning()
+	return tuning.source
 }
 
 // KnobsFor returns the knobs of the kernel for sig on a device of compute

@@ -23,7 +23,7 @@ typedef unsigned char u8;
 enum { ND = 2 }; // canonical dims
 enum { S = 3 };   // element bytes
 enum { G = 1 };   // granule: bytes moved per scalar access, gcd(S, 4)
-enum { NT = 256 }; // threads per block
+enum { NT = 128 }; // threads per block
 enum { KU = 1 }; // 16-byte pieces a thread loads before it stores them
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 // A is the argument block, byte for byte gen.Pack's.
