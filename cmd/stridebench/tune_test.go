@@ -314,7 +314,7 @@ func TestTuneCmd(t *testing.T) {
 			t.Errorf("table has no %q", s)
 		}
 	}
-	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 15 families", "[1/15] btile/1: from threads=256 tilebytes=16384 loadlanes=8 storelanes=2 blocks=8",
+	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 15 families", "[1/15] btile/1: from threads=128 tilebytes=32768 loadlanes=8 storelanes=2 blocks=8 unroll=1",
 		"round 1 threads", "-> 512", "[15/15] contig: threads=512 unroll=8 blocks=16"} {
 		if !strings.Contains(stderr, s) {
 			t.Errorf("progress has no %q:\n%s", s, stderr)
