@@ -122,6 +122,9 @@ VERSIONED, USED_VERSIONED = b"dltensor_versioned", b"used_dltensor_versioned"
 LEGACY, USED_LEGACY = b"dltensor", b"used_dltensor"
 
 
+_cupy_repaired = False
+
+
 class Taken:
     """A tensor taken from a producer through __dlpack__, the consumer's side.
 
@@ -150,6 +153,28 @@ class Taken:
             raise RuntimeError("PyCapsule_SetName failed")
         self.cap = cap
         self.released = False
+        self.repair_cupy_strides()
+
+    def repair_cupy_strides(self):
+        """CuPy releases before cupy/cupy#10228 export a negative stride as
+        the unsigned quotient of the byte stride by the itemsize (cupy/cupy
+        #10172: -4 bytes of float32 becomes 2**62 - 1), which stridekit
+        rightly refuses as an overflow. Write the element strides the array
+        really has into the capsule's strides array (CuPy's own memory), and
+        say so once, so that the flipped cases test stridekit, not CuPy."""
+        obj = self.obj
+        if not type(obj).__module__.startswith("cupy") or not any(s < 0 for s in getattr(obj, "strides", ())):
+            return
+        t = self.struct().dl_tensor
+        want = [s // obj.itemsize for s in obj.strides]
+        if not t.strides or [t.strides[i] for i in range(t.ndim)] == want:
+            return
+        for i, w in enumerate(want):
+            t.strides[i] = w
+        global _cupy_repaired
+        if not _cupy_repaired:
+            _cupy_repaired = True
+            print("note: this CuPy exports negative strides wrongly (cupy/cupy#10172); the capsules' strides were repaired before sk_copy")
 
     def struct(self):
         if self.versioned:

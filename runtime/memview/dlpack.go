@@ -106,9 +106,9 @@ func (i ImportInfo) Copied() bool { return i.Flags.Has(dlpack.FlagIsCopied) }
 // The view's memory comes from the tensor's device: kDLCUDA is device
 // memory of that ordinal (the CUDA driver must be there), kDLCUDAHost
 // pinned host memory, kDLCUDAManaged managed memory of device_id, and
-// kDLCPU host memory, pageable unless the CUDA driver, where there is one,
-// says the pointer is pinned (one cuPointerGetAttributes call). See OnStream, ProducerStream and ToHost for the
-// stream handshake and the host copy, Report for what else is known.
+// kDLCPU host memory, moved as pageable memory (a producer of pinned host
+// memory says so with kDLCUDAHost). See OnStream, ProducerStream and ToHost
+// for the stream handshake and the host copy, Report for what else is known.
 //
 // On error the tensor is still the caller's: give it back with
 // dlpack.CallDeleter. A nil m is an error wrapping ErrNilView and
@@ -117,9 +117,8 @@ func (i ImportInfo) Copied() bool { return i.Flags.Has(dlpack.FlagIsCopied) }
 // The view and its owner are one allocation, and the layouts of recently
 // seen shapes (with whether they are unique) are shared, so importing a
 // tensor and closing its view cost one allocation and under 200 ns
-// (BenchmarkFromDLPack: about 180 ns on a 2-core x86-64 machine without a
-// CUDA driver, for a 4-d strided kDLCPU tensor; where there is a driver, the
-// pointer query is added).
+// (BenchmarkFromDLPack: about 180 ns on a 2-core x86-64 machine, for a
+// 4-d strided kDLCPU tensor).
 func FromDLPack(m *dlpack.DLManagedTensorVersioned, opts ...DLPackOption) (*StridedMemoryView, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: FromDLPack: %w", ErrNilView, dlpack.ErrNilTensor)
@@ -282,21 +281,10 @@ func placeOf(d *dlpack.Desc, noElems bool) (cuda.MemoryKind, *cuda.Device, error
 	case dlpack.KDLCUDAHost:
 		return cuda.MemoryHost, nil, nil
 	}
-	// kDLCPU: pageable unless the driver knows the pointer. Without a
-	// driver nothing can have pinned it.
-	if noElems {
-		return cuda.MemoryPageable, nil, nil
-	}
-	a, err := cuda.PointerAttributes(d.Ptr)
-	if err != nil {
-		return cuda.MemoryPageable, nil, nil
-	}
-	switch a.Kind {
-	case cuda.MemoryHost:
-		return cuda.MemoryHost, nil, nil
-	case cuda.MemoryDevice:
-		return 0, nil, fmt.Errorf("%w: kDLCPU tensor at %#x is device memory of device %d (the driver says)", ErrDevice, d.Ptr, a.Device)
-	}
+	// kDLCPU: host memory, moved as pageable memory (staged). A producer
+	// whose host memory is pinned says so with kDLCUDAHost; asking the
+	// driver about every pointer would cost an import more than the rest of
+	// it (and allocate).
 	return cuda.MemoryPageable, nil, nil
 }
 
