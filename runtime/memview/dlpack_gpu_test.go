@@ -148,8 +148,9 @@ func TestGPUFromDLPackKinds(t *testing.T) {
 	}
 }
 
-// TestGPUFromDLPackCPUPinned: a kDLCPU tensor the driver knows as pinned is
-// a pinned view; one in Go memory is pageable.
+// TestGPUFromDLPackCPUPinned: a kDLCPU tensor is host memory, moved as
+// pageable memory whether or not something pinned it (a producer of pinned
+// memory says kDLCUDAHost, which imports as pinned); both copy right.
 func TestGPUFromDLPackCPUPinned(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	c := stridedCases[0]
@@ -157,11 +158,12 @@ func TestGPUFromDLPackCPUPinned(t *testing.T) {
 	for _, pinned := range []bool{true, false} {
 		data := c.data()
 		addr := uintptr(unsafe.Pointer(&data[0]))
+		dt := dlpack.KDLCPU
 		if pinned {
-			addr = uintptr(b.Ptr())
+			addr, dt = uintptr(b.Ptr()), dlpack.KDLCUDAHost
 		}
 		var cnt counter
-		m, err := dlpack.Export(dlpack.ExportRequest{Data: addr, Device: dlpack.DLDevice{DeviceType: dlpack.KDLCPU}, DType: layout.Int32,
+		m, err := dlpack.Export(dlpack.ExportRequest{Data: addr, Device: dlpack.DLDevice{DeviceType: dt}, DType: layout.Int32,
 			Shape: c.shape, Strides: c.strides, Release: cnt.release})
 		if err != nil {
 			t.Fatal(err)
@@ -175,7 +177,7 @@ func TestGPUFromDLPackCPUPinned(t *testing.T) {
 			want = cuda.MemoryHost
 		}
 		if v.Kind() != want {
-			t.Errorf("kDLCPU tensor (pinned %v): view kind %v, want %v", pinned, v.Kind(), want)
+			t.Errorf("%v tensor: view kind %v, want %v", dt, v.Kind(), want)
 		}
 		if got := contents(t, v); !slices.Equal(got, c.want()) {
 			t.Errorf("elements %v", got)
