@@ -73,16 +73,39 @@ func nvidiaRelease(path string) string {
 	if err != nil {
 		return ""
 	}
-	line, _, _ := strings.Cut(string(data), "\n")
+	return parseNvidiaRelease(string(data))
+}
+
+// parseNvidiaRelease returns the first dotted number after "Kernel Module"
+// on the first line of /proc/driver/nvidia/version's text, which reads
+// "... Kernel Module  580.65.06  Release Build ..." or, for the open
+// module, "... Open Kernel Module for x86_64  580.159.04  Release Build
+// ...", or "" when there is none.
+func parseNvidiaRelease(text string) string {
+	line, _, _ := strings.Cut(text, "\n")
 	_, rest, ok := strings.Cut(line, "Kernel Module")
 	if !ok {
 		return ""
 	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return ""
+	for _, f := range strings.Fields(rest) {
+		if isDottedNumber(f) {
+			return f
+		}
 	}
-	return f[0]
+	return ""
+}
+
+// isDottedNumber reports whether s is digits with at least one inner dot.
+func isDottedNumber(s string) bool {
+	if !strings.Contains(s, ".") || s[0] == '.' || s[len(s)-1] == '.' {
+		return false
+	}
+	for _, r := range s {
+		if r != '.' && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // backend runs cases on one device.

@@ -102,3 +102,20 @@ func TestPairCount(t *testing.T) {
 		t.Error("no L2 size: more than one pair")
 	}
 }
+
+// TestParseNvidiaRelease reads the release from the version file's first
+// line for the proprietary and the open kernel module, and "" from text
+// without one.
+func TestParseNvidiaRelease(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  Sun Jul 27 06:54:38 UTC 2025\nGCC version: gcc 12\n", "580.65.06"},
+		{"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (dvs-builder@U22)\n", "580.159.04"},
+		{"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  Release Build\n580.1\n", ""},
+		{"no module here 580.1\n", ""},
+		{"", ""},
+	} {
+		if got := parseNvidiaRelease(c.text); got != c.want {
+			t.Errorf("parseNvidiaRelease(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}

@@ -299,7 +299,7 @@ func (rec *record) write(w io.Writer) error {
 	} else {
 		bw.printf("| device | %s (%s) |\n", mdEscape(d.Name), d.Kind)
 	}
-	bw.printf("| NVIDIA driver | %s |\n", orDash(d.DriverRelease))
+	bw.printf("| NVIDIA driver | %s |\n", orDash(driverRelease(d.DriverRelease, rec.smi)))
 	cudaV := orDash(d.CUDA)
 	if d.Driver > 0 {
 		cudaV += fmt.Sprintf(" (cuDriverGetVersion %d)", d.Driver)
@@ -555,4 +555,27 @@ func (rec *record) summary(w io.Writer) error {
 	}
 	bw.printf("short of %g%%: %d cases; a peer faster: %d; failed: %d\n", rec.shortOf, len(rec.shortCases()), len(rec.peerWins()), failed)
 	return bw.err
+}
+
+// driverRelease returns the NVIDIA driver release to report: the run's
+// own when it is a version number, else the driver_version column of the
+// nvidia-smi CSV output smi (records of runs before the version file's
+// open-module line was parsed right hold a word there), else "".
+func driverRelease(recorded, smi string) string {
+	if isDottedNumber(recorded) {
+		return recorded
+	}
+	lines := strings.Split(strings.TrimSpace(smi), "\n")
+	if len(lines) < 2 {
+		return ""
+	}
+	for i, h := range strings.Split(lines[0], ",") {
+		if strings.TrimSpace(h) != "driver_version" {
+			continue
+		}
+		if f := strings.Split(lines[1], ","); i < len(f) && isDottedNumber(strings.TrimSpace(f[i])) {
+			return strings.TrimSpace(f[i])
+		}
+	}
+	return ""
 }

@@ -305,3 +305,21 @@ func TestRunCasesInterrupted(t *testing.T) {
 		t.Errorf("results after the cancel: %d", len(rs))
 	}
 }
+
+// TestDriverRelease keeps a recorded version, falls back to nvidia-smi's
+// driver_version column for a recorded word, and gives "" without either.
+func TestDriverRelease(t *testing.T) {
+	smi := "name, driver_version, memory.total [MiB]\nNVIDIA H200, 580.159.04, 143771 MiB\n"
+	for _, c := range []struct{ rec, smi, want string }{
+		{"580.65.06", smi, "580.65.06"},
+		{"for", smi, "580.159.04"},
+		{"", smi, "580.159.04"},
+		{"for", "", ""},
+		{"for", "name, memory.total [MiB]\nNVIDIA H200, 143771 MiB\n", ""},
+		{"for", "name, driver_version\nNVIDIA H200, N/A\n", ""},
+	} {
+		if got := driverRelease(c.rec, c.smi); got != c.want {
+			t.Errorf("driverRelease(%q, %q) = %q, want %q", c.rec, c.smi, got, c.want)
+		}
+	}
+}

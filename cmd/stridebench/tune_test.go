@@ -259,6 +259,27 @@ func fakeOptimum(f *tuneFamily) map[string]int {
 	return opt
 }
 
+// untunedTable returns the table compiled into gen without its sm_90
+// block (the entries and their "# sm_90:" note), the start the tune tests
+// need whatever the committed table holds for the GPU they pretend to be.
+func untunedTable() string {
+	var keep []string
+	for _, line := range strings.Split(gen.TuningTable(), "\n") {
+		if !strings.HasPrefix(line, "sm_90 ") && !strings.HasPrefix(line, "# sm_90:") {
+			keep = append(keep, line)
+		}
+	}
+	return strings.TrimRight(strings.Join(keep, "\n"), "\n") + "\n"
+}
+
+// startFrom writes the untuned table to path, the tune command's -o.
+func startFrom(t *testing.T, path string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(untunedTable()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func withTarget(t *testing.T, ft tuneTarget) {
 	old := newTuneTarget
 	newTuneTarget = func(*tuneFlags) (tuneTarget, error) { return ft, nil }
@@ -273,6 +294,7 @@ func TestTuneCmd(t *testing.T) {
 	ft := &fakeTarget{opt: fakeOptimum}
 	withTarget(t, ft)
 	out := filepath.Join(t.TempDir(), "tuning.txt")
+	startFrom(t, out)
 	run := func(args ...string) (int, string, string) {
 		var stdout, stderr bytes.Buffer
 		code := runMain(append([]string{"tune", "-o", out, "-bytes", "1MiB"}, args...), &stdout, &stderr)
@@ -288,8 +310,8 @@ func TestTuneCmd(t *testing.T) {
 	}
 	text := string(data)
 	es := parseTable(t, text)
-	if !strings.HasPrefix(text, gen.TuningTable()) {
-		t.Errorf("the compiled-in table is not kept at the head of the new one:\n%s", text)
+	if !strings.HasPrefix(text, untunedTable()) {
+		t.Errorf("the old table is not kept at the head of the new one:\n%s", text)
 	}
 	fams := tuneFamilies()
 	got := entriesOf(es, 90)
@@ -387,6 +409,7 @@ func TestTuneCmd(t *testing.T) {
 // usage.
 func TestTuneCmdFailures(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "tuning.txt")
+	startFrom(t, out)
 	// Wrong bytes from the start knobs fail the family, but the entry of
 	// the fastest value that passes is written.
 	withTarget(t, &fakeTarget{opt: fakeOptimum, fail: func(f *tuneFamily, k gen.Knobs) bool {
