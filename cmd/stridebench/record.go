@@ -26,6 +26,7 @@ const (
 type reportFlags struct {
 	json1, json2 string
 	smi          string
+	notes        string
 	out          string
 	chart        string
 	noChart      bool
@@ -43,9 +44,13 @@ median of % of memcpy and of the roofline, the seed, the slowest cases with
 their signatures); the cases where a peer is faster; and "Cases short of
 90%": every case under -short-of % of its reference (memcpy, or its
 roofline where that is more than 1% slower than memcpy: strided sources),
-with its signature, bytes and sectors, and an empty notes column for a
-person to fill in. The text is generated from the figures; nothing is
-explained that was not measured. A summary goes to stdout.
+with its signature, bytes and sectors, and a notes column. The notes are
+a person's explanations, read from the -notes file: lines before the first
+"match" line are printed above the table; each "match REGEXP" line starts a
+rule whose note is the text up to the next "match" line, and a case takes
+the note of the first rule whose expression matches its name, signature or
+case line; "#" lines are comments. Everything else is generated from the
+figures. A summary goes to stdout.
 
 Flags:
 `
@@ -62,6 +67,7 @@ func parseReportFlags(args []string, stderr io.Writer) (*reportFlags, error) {
 	fs.StringVar(&f.json1, "json", "", "`file` written by 'stridebench run -json' (the named suite, or any run)")
 	fs.StringVar(&f.json2, "json2", "", "a second run's JSON `file` (the random sweep)")
 	fs.StringVar(&f.smi, "smi", "", "a `file` of nvidia-smi output to include")
+	fs.StringVar(&f.notes, "notes", "", "a `file` of notes on the cases short of -short-of (format above)")
 	fs.StringVar(&f.out, "o", defaultRecord, "markdown `file` to write")
 	fs.StringVar(&f.chart, "chart", "", "chart `file` (.png or .svg; default: -o's name with .png)")
 	fs.BoolVar(&f.noChart, "no-chart", false, "write no chart")
@@ -139,6 +145,17 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		rec.smi = string(data)
 	}
+	if f.notes != "" {
+		file, err := os.Open(f.notes)
+		if err == nil {
+			rec.notes, err = readNotes(f.notes, file)
+			file.Close()
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "stridebench report: -notes: %v\n", err)
+			return 1
+		}
+	}
 	if !f.noChart {
 		named := rec.named()
 		if len(named) == 0 {
@@ -180,7 +197,8 @@ func reportCmd(args []string, stdout, stderr io.Writer) int {
 type record struct {
 	main, second *report
 	smi          string
-	chart        string // the chart's path relative to the markdown ("": none)
+	notes        *caseNotes // explanations of the short cases (nil: none)
+	chart        string     // the chart's path relative to the markdown ("": none)
 	shortOf      float64
 }
 
@@ -488,7 +506,10 @@ func (rec *record) writeShort(bw *errWriter) {
 	short := rec.shortCases()
 	bw.printf("## Cases short of %g%%\n\n", rec.shortOf)
 	bw.printf("Every case under %g%% of its reference: memcpy, or its roofline where that is more than 1%% slower than memcpy (a strided source, which "+
-		"touches more sectors than the copy writes). Sectors are the distinct 32-byte sectors each view touches. The notes column is for a person to fill in.\n\n", rec.shortOf)
+		"touches more sectors than the copy writes). Sectors are the distinct 32-byte sectors each view touches.\n\n", rec.shortOf)
+	if rec.notes != nil && rec.notes.preamble != "" {
+		bw.printf("%s\n\n", rec.notes.preamble)
+	}
 	if len(short) == 0 {
 		bw.printf("None.\n\n")
 		return
@@ -501,7 +522,8 @@ func (rec *record) writeShort(bw *errWriter) {
 		if r.SrcSectors > 0 || r.DstSectors > 0 {
 			ss, ds = fmt.Sprint(r.SrcSectors), fmt.Sprint(r.DstSectors)
 		}
-		bw.printf("| %s | %s | %d | %s | %s | %.1f | %.1f | %.1f (%s) | |\n", r.Name, r.Signature, r.Bytes, ss, ds, r.PctMemcpy, r.PctRoofline, pct, ref)
+		bw.printf("| %s | %s | %d | %s | %s | %.1f | %.1f | %.1f (%s) | %s |\n", r.Name, r.Signature, r.Bytes, ss, ds, r.PctMemcpy, r.PctRoofline, pct, ref,
+			mdEscape(rec.notes.noteFor(r)))
 	}
 	bw.printf("\n")
 }
