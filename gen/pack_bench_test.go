@@ -41,7 +41,7 @@ func benchPlanPack(b *testing.B, n int64, want layout.Class) {
 	}
 }
 
-func BenchmarkPlanPackTile128(b *testing.B)  { benchPlanPack(b, 128, layout.ClassTile) }
+func BenchmarkPlanPackTile128(b *testing.B)   { benchPlanPack(b, 128, layout.ClassTile) }
 func BenchmarkPlanPackBoxTile32(b *testing.B) { benchPlanPack(b, 32, layout.ClassBoxTile) }
 
 // BenchmarkPackBoxTile32 is the packing alone of BenchmarkPlanPackBoxTile32,
