@@ -258,3 +258,42 @@ func TestKnobsTable(t *testing.T) {
 		}
 	}
 }
+
+// TestKnobsLookup checks LookupKnobs' defaults, specificity order and the
+// names Get and Set share with the table.
+func TestKnobsLookup(t *testing.T) {
+	sig := mustSig(t, "tile:nd=2,fast=0,item=2,vec=8,idx=32")
+	want := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
+	if k := LookupKnobs(nil, sig, 90); k != want {
+		t.Errorf("no entries: %+v, want %+v", k, want)
+	}
+	es, err := ParseTuning("t.txt", strings.NewReader(
+		"sm_90 tile 2 8 threads=64\nsm_90 tile * * threads=512 rows=3\nany tile 2 * threads=128 wordcols=1\nany tile * * threads=32 unroll=2\nany elem * * threads=1024\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Threads, want.Rows, want.WordCols, want.Unroll = 64, 3, true, 2
+	if k := LookupKnobs(es, sig, 90); k != want {
+		t.Errorf("sm_90: %+v, want %+v", k, want)
+	}
+	want.Threads, want.Rows = 128, 1
+	if k := LookupKnobs(es, sig, 80); k != want {
+		t.Errorf("sm_80: %+v, want %+v", k, want)
+	}
+	var k Knobs
+	for i, name := range KnobNames() {
+		if !k.Set(name, i+2) {
+			t.Errorf("Set(%q) = false", name)
+		}
+		if v, ok := k.Get(name); !ok || (name != "wordcols" && v != i+2) || (name == "wordcols" && v != 1) {
+			t.Errorf("Get(%q) = %d, %v after Set %d", name, v, ok, i+2)
+		}
+	}
+	before := k
+	if k.Set("speed", 3) || k != before {
+		t.Errorf("Set of an unknown name changed %+v to %+v", before, k)
+	}
+	if _, ok := k.Get("speed"); ok {
+		t.Error("Get of an unknown name reported true")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,17 +53,9 @@ var ErrTuning = errors.New("gen: bad tuning table")
 //go:embed tuning.txt
 var tuningText string
 
-// tuneEntry is one line of a tuning table: its key and the knobs it sets.
-type tuneEntry struct {
-	arch      int // 0: any
-	class     layout.Class
-	item, vec int // 0: *
-	set       map[string]int
-}
-
 var tuning struct {
 	once    sync.Once
-	entries []tuneEntry
+	entries []TuningEntry
 	err     error
 	source  string
 	mu      sync.RWMutex
@@ -74,18 +67,13 @@ type knobKey struct {
 	sig  layout.Signature
 }
 
+// knobNames are the knobs' names in a tuning table, in the order the
+// table's header documents them.
 var knobNames = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes"}
 
-// ParseTuning reads a tuning table in the format of the embedded
-// tuning.txt; errors name the line and wrap ErrTuning.
-func ParseTuning(name string, r io.Reader) ([]TuningEntry, error) {
-	es, err := parseTuning(name, r)
-	out := make([]TuningEntry, len(es))
-	for i, e := range es {
-		out[i] = TuningEntry{Arch: e.arch, Class: e.class, Item: e.item, Vec: e.vec, Set: e.set}
-	}
-	return out, err
-}
+// KnobNames returns the names a tuning table gives the knobs, in the order
+// its header documents them (the order an entry is written in).
+func KnobNames() []string { return slices.Clone(knobNames) }
 
 // TuningEntry is one parsed line of a tuning table: Arch 0 means "any",
 // Item and Vec 0 mean "*"; Set maps knob names to values.
@@ -96,8 +84,10 @@ type TuningEntry struct {
 	Set       map[string]int
 }
 
-func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
-	var out []tuneEntry
+// ParseTuning reads a tuning table in the format of the embedded
+// tuning.txt; errors name the line and wrap ErrTuning.
+func ParseTuning(name string, r io.Reader) ([]TuningEntry, error) {
+	var out []TuningEntry
 	sc := bufio.NewScanner(r)
 	for line := 1; sc.Scan(); line++ {
 		text, _, _ := strings.Cut(sc.Text(), "#")
@@ -111,7 +101,7 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 		if len(f) < 4 {
 			return nil, bad("want ARCH CLASS ITEM VEC KNOB=VALUE..., got %q", sc.Text())
 		}
-		var e tuneEntry
+		var e TuningEntry
 		switch {
 		case f[0] == "any":
 		case strings.HasPrefix(f[0], "sm_"):
@@ -119,7 +109,7 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 			if err != nil || a <= 0 {
 				return nil, bad("arch %q is not sm_XY or any", f[0])
 			}
-			e.arch = a
+			e.Arch = a
 		default:
 			return nil, bad("arch %q is not sm_XY or any", f[0])
 		}
@@ -127,8 +117,8 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 		if err != nil || c == layout.ClassNone || c == layout.ClassMemcpy {
 			return nil, bad("class %q has no kernel", f[1])
 		}
-		e.class = c
-		for i, p := range []*int{&e.item, &e.vec} {
+		e.Class = c
+		for i, p := range []*int{&e.Item, &e.Vec} {
 			if f[2+i] == "*" {
 				continue
 			}
@@ -138,7 +128,7 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 			}
 			*p = v
 		}
-		e.set = map[string]int{}
+		e.Set = map[string]int{}
 		for _, kv := range f[4:] {
 			k, v, ok := strings.Cut(kv, "=")
 			n, err := strconv.Atoi(v)
@@ -152,7 +142,7 @@ func parseTuning(name string, r io.Reader) ([]tuneEntry, error) {
 			if !known {
 				return nil, bad("unknown knob %q (want one of %s)", k, strings.Join(knobNames, ", "))
 			}
-			e.set[k] = n
+			e.Set[k] = n
 		}
 		out = append(out, e)
 	}
@@ -173,15 +163,15 @@ func loadTuning() error {
 		if path := os.Getenv("STRIDEKIT_TUNING"); path != "" {
 			b, err := os.ReadFile(path)
 			if err == nil {
-				var es []tuneEntry
-				if es, err = parseTuning(path, strings.NewReader(string(b))); err == nil {
+				var es []TuningEntry
+				if es, err = ParseTuning(path, strings.NewReader(string(b))); err == nil {
 					tuning.entries, tuning.source = es, path
 					return
 				}
 			}
 			tuning.source = fmt.Sprintf("embedded tuning.txt ($STRIDEKIT_TUNING: %v)", err)
 		}
-		tuning.entries, tuning.err = parseTuning("tuning.txt", strings.NewReader(tuningText))
+		tuning.entries, tuning.err = ParseTuning("tuning.txt", strings.NewReader(tuningText))
 	})
 	return tuning.err
 }
@@ -206,56 +196,101 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 	if ok {
 		return k
 	}
-	k = Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
 	if loadTuning() != nil {
-		return k
+		return LookupKnobs(nil, sig, arch)
 	}
-	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
-	for spec := 0; spec < 8; spec++ {
-		for _, e := range tuning.entries {
-			if e.class != sig.Class || (e.arch != 0 && e.arch != arch) || (e.item != 0 && e.item != int(sig.Itemsize)) || (e.vec != 0 && e.vec != int(sig.Vec)) {
-				continue
-			}
-			s := 0
-			if e.arch != 0 {
-				s += 4
-			}
-			if e.item != 0 {
-				s += 2
-			}
-			if e.vec != 0 {
-				s++
-			}
-			if s == spec {
-				k.apply(e.set)
-			}
-		}
-	}
+	k = LookupKnobs(tuning.entries, sig, arch)
 	envKnobs(sig, &k)
 	return k
 }
 
-func (k *Knobs) apply(set map[string]int) {
-	for name, v := range set {
-		switch name {
-		case "threads":
-			k.Threads = v
-		case "rows":
-			k.Rows = v
-		case "unroll":
-			k.Unroll = v
-		case "blocks":
-			k.BlocksPerSM = v
-		case "wordcols":
-			k.WordCols = v != 0
-		case "tilebytes":
-			k.TileBytes = v
-		case "loadlanes":
-			k.LoadLanes = v
-		case "storelanes":
-			k.StoreLanes = v
+// LookupKnobs returns the knobs a tuning table's entries give sig on a
+// device of compute capability arch, by KnobsFor's rule but without
+// overrides or $STRIDEKIT_KNOBS: the matching entries' knobs applied from
+// the least to the most specific (an arch beats "any", then an item size
+// *, then a vector width *), over safe defaults (256 threads, one of
+// everything else) for knobs no entry sets. The tuner reads tables other
+// than the one in use through it.
+func LookupKnobs(entries []TuningEntry, sig layout.Signature, arch int) Knobs {
+	k := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
+	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
+	for spec := 0; spec < 8; spec++ {
+		for _, e := range entries {
+			if e.Class != sig.Class || (e.Arch != 0 && e.Arch != arch) || (e.Item != 0 && e.Item != int(sig.Itemsize)) || (e.Vec != 0 && e.Vec != int(sig.Vec)) {
+				continue
+			}
+			s := 0
+			if e.Arch != 0 {
+				s += 4
+			}
+			if e.Item != 0 {
+				s += 2
+			}
+			if e.Vec != 0 {
+				s++
+			}
+			if s == spec {
+				for name, v := range e.Set {
+					k.Set(name, v)
+				}
+			}
 		}
 	}
+	return k
+}
+
+// Get returns the knob of k that a tuning table calls name (wordcols as 0
+// or 1), and false for another name.
+func (k Knobs) Get(name string) (int, bool) {
+	switch name {
+	case "threads":
+		return k.Threads, true
+	case "rows":
+		return k.Rows, true
+	case "unroll":
+		return k.Unroll, true
+	case "blocks":
+		return k.BlocksPerSM, true
+	case "wordcols":
+		if k.WordCols {
+			return 1, true
+		}
+		return 0, true
+	case "tilebytes":
+		return k.TileBytes, true
+	case "loadlanes":
+		return k.LoadLanes, true
+	case "storelanes":
+		return k.StoreLanes, true
+	}
+	return 0, false
+}
+
+// Set sets the knob of k that a tuning table calls name (threads, rows,
+// unroll, blocks, wordcols, tilebytes, loadlanes, storelanes); it reports
+// false, changing nothing, for another name.
+func (k *Knobs) Set(name string, v int) bool {
+	switch name {
+	case "threads":
+		k.Threads = v
+	case "rows":
+		k.Rows = v
+	case "unroll":
+		k.Unroll = v
+	case "blocks":
+		k.BlocksPerSM = v
+	case "wordcols":
+		k.WordCols = v != 0
+	case "tilebytes":
+		k.TileBytes = v
+	case "loadlanes":
+		k.LoadLanes = v
+	case "storelanes":
+		k.StoreLanes = v
+	default:
+		return false
+	}
+	return true
 }
 
 // envKnobs applies $STRIDEKIT_KNOBS, an experimenter's override of the
@@ -280,14 +315,12 @@ func envKnobs(sig layout.Signature, k *Knobs) {
 		if item != "" && item != strconv.Itoa(int(sig.Itemsize)) {
 			continue
 		}
-		set := map[string]int{}
 		for _, kv := range f[1:] {
 			name, v, _ := strings.Cut(kv, "=")
 			if n, err := strconv.Atoi(v); err == nil {
-				set[name] = n
+				k.Set(name, n)
 			}
 		}
-		k.apply(set)
 	}
 }
 

@@ -355,7 +355,7 @@ func stopReason(ctx context.Context) string {
 // printing progress to log.
 func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tuneFamily, bs []*built, entries []gen.TuningEntry, arch int, deadline time.Time, o *familyOutcome, log io.Writer, tag string) {
 	p0, _ := tunePlan(fam, bs[0], startAlign(bs[0].DstStart), startAlign(bs[0].SrcStart), 0)
-	start := tableKnobs(entries, p0.Sig, arch)
+	start := gen.LookupKnobs(entries, p0.Sig, arch)
 	var sigs []string
 	for _, b := range bs {
 		p, _ := tunePlan(fam, b, startAlign(b.DstStart), startAlign(b.SrcStart), start.TileBytes)

@@ -206,7 +206,7 @@ func TestTuneFamilies(t *testing.T) {
 				for _, a := range f.Axes {
 					for _, v := range a.Values {
 						k := testBoxStart
-						setKnob(&k, a.Name, v)
+						k.Set(a.Name, v)
 						p, err := tunePlan(f, b, 256, 256, k.TileBytes)
 						if err != nil {
 							t.Fatalf("%s at %d bytes, %s=%d: %v", f.Name, size, a.Name, v, err)
@@ -542,7 +542,7 @@ func TestTuneKernelsCompile(t *testing.T) {
 		for _, a := range f.Axes {
 			for _, v := range a.Values {
 				k := gen.KnobsFor(sigs[0], 90)
-				setKnob(&k, a.Name, v)
+				k.Set(a.Name, v)
 				add(fmt.Sprintf("%s %s=%d", f.Name, a.Name, v), sigs[0], k)
 			}
 		}

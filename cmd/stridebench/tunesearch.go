@@ -126,7 +126,7 @@ func coordinateSearch(start gen.Knobs, axes []knobAxis, cfg searchConfig, measur
 			from := 0
 			for i, v := range vals {
 				cands[i] = cur
-				setKnob(&cands[i], ax.Name, v)
+				cands[i].Set(ax.Name, v)
 				if v == curVal {
 					from = i
 				}
@@ -154,7 +154,7 @@ func coordinateSearch(start gen.Knobs, axes []knobAxis, cfg searchConfig, measur
 				if scores[from].OK {
 					res.Gain *= scores[to].Time / scores[from].Time
 				}
-				setKnob(&cur, ax.Name, vals[to])
+				cur.Set(ax.Name, vals[to])
 				changed = true
 			}
 			if cfg.Log != nil {

@@ -22,97 +22,11 @@ import (
 // or write.
 var errTable = errors.New("tuning table")
 
-// knobOrder is the order knobs are written in an entry (the header's).
-var knobOrder = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes"}
-
-// knobValue returns the knob of k named name (wordcols as 0 or 1).
+// knobValue returns the knob of k named name (wordcols as 0 or 1; 0 for
+// a name gen does not know).
 func knobValue(k gen.Knobs, name string) int {
-	switch name {
-	case "threads":
-		return k.Threads
-	case "rows":
-		return k.Rows
-	case "unroll":
-		return k.Unroll
-	case "blocks":
-		return k.BlocksPerSM
-	case "wordcols":
-		if k.WordCols {
-			return 1
-		}
-		return 0
-	case "tilebytes":
-		return k.TileBytes
-	case "loadlanes":
-		return k.LoadLanes
-	case "storelanes":
-		return k.StoreLanes
-	}
-	return 0
-}
-
-// setKnob sets the knob of k named name; unknown names are ignored, as
-// gen ignores knobs a class does not use.
-func setKnob(k *gen.Knobs, name string, v int) {
-	switch name {
-	case "threads":
-		k.Threads = v
-	case "rows":
-		k.Rows = v
-	case "unroll":
-		k.Unroll = v
-	case "blocks":
-		k.BlocksPerSM = v
-	case "wordcols":
-		k.WordCols = v != 0
-	case "tilebytes":
-		k.TileBytes = v
-	case "loadlanes":
-		k.LoadLanes = v
-	case "storelanes":
-		k.StoreLanes = v
-	}
-}
-
-// defaultKnobs are the knobs of a signature no table entry matches (what
-// gen.KnobsFor starts from).
-func defaultKnobs() gen.Knobs {
-	return gen.Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
-}
-
-// tableKnobs returns the knobs entries give sig on a GPU of compute
-// capability arch, by the table's lookup rule (gen.KnobsFor's, for a table
-// other than the one compiled in): of the matching entries, the knobs of
-// the least specific are applied first; an arch is more specific than
-// "any", then an item size than *, then a vector width than *.
-func tableKnobs(entries []gen.TuningEntry, sig layout.Signature, arch int) gen.Knobs {
-	k := defaultKnobs()
-	for spec := 0; spec < 8; spec++ {
-		for _, e := range entries {
-			if e.Class != sig.Class || (e.Arch != 0 && e.Arch != arch) || (e.Item != 0 && e.Item != int(sig.Itemsize)) || (e.Vec != 0 && e.Vec != int(sig.Vec)) {
-				continue
-			}
-			s := 0
-			if e.Arch != 0 {
-				s += 4
-			}
-			if e.Item != 0 {
-				s += 2
-			}
-			if e.Vec != 0 {
-				s++
-			}
-			if s != spec {
-				continue
-			}
-			for _, name := range knobOrder {
-				if v, ok := e.Set[name]; ok {
-					setKnob(&k, name, v)
-				}
-			}
-		}
-	}
-	return k
+	v, _ := k.Get(name)
+	return v
 }
 
 // archName is the table's spelling of a compute capability: sm_90, or
@@ -140,11 +54,12 @@ type entryKey struct {
 
 func keyOf(e gen.TuningEntry) entryKey { return entryKey{e.Class, e.Item, e.Vec} }
 
-// formatEntry writes an entry as a table line, its knobs in knobOrder.
+// formatEntry writes an entry as a table line, its knobs in the header's
+// order (gen.KnobNames).
 func formatEntry(e gen.TuningEntry) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s", archName(e.Arch), e.Class, starOr(e.Item), starOr(e.Vec))
-	for _, name := range knobOrder {
+	for _, name := range gen.KnobNames() {
 		if v, ok := e.Set[name]; ok {
 			fmt.Fprintf(&b, " %s=%d", name, v)
 		}

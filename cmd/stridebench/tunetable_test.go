@@ -174,7 +174,7 @@ func TestTableKnobs(t *testing.T) {
 			for _, vec := range []uint8{1, 2, 4, 8, 16} {
 				for _, arch := range []int{0, 80, 90, 100} {
 					sig := layout.Signature{Class: c, NDim: 2, Itemsize: item, Vec: vec}
-					if got, want := tableKnobs(embedded, sig, arch), gen.KnobsFor(sig, arch); got != want {
+					if got, want := gen.LookupKnobs(embedded, sig, arch), gen.KnobsFor(sig, arch); got != want {
 						t.Errorf("%v on arch %d: %+v, gen.KnobsFor %+v", sig, arch, got, want)
 					}
 				}
@@ -195,7 +195,7 @@ sm_90 tile 2 8 threads=64
 		{4, 4, 80, 256, false}, {4, 8, 80, 128, false}, {4, 8, 90, 128, true},
 		{2, 4, 90, 512, true}, {2, 8, 90, 64, true}, {2, 8, 80, 128, false},
 	} {
-		k := tableKnobs(es, layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: uint8(tc.item), Vec: uint8(tc.vec)}, tc.arch)
+		k := gen.LookupKnobs(es, layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: uint8(tc.item), Vec: uint8(tc.vec)}, tc.arch)
 		if k.Threads != tc.threads || k.WordCols != tc.wordcols || k.Rows != 1 || k.TileBytes != layout.DefaultTileBytes {
 			t.Errorf("tile item %d vec %d on %d: %+v, want threads %d wordcols %v", tc.item, tc.vec, tc.arch, k, tc.threads, tc.wordcols)
 		}
@@ -204,14 +204,16 @@ sm_90 tile 2 8 threads=64
 
 func TestKnobNames(t *testing.T) {
 	var k gen.Knobs
-	for i, name := range knobOrder {
-		setKnob(&k, name, i+1)
+	for i, name := range gen.KnobNames() {
+		if !k.Set(name, i+1) {
+			t.Errorf("Set(%q) = false", name)
+		}
 	}
 	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8}
 	if k != want {
-		t.Errorf("setKnob: %+v, want %+v", k, want)
+		t.Errorf("Set: %+v, want %+v", k, want)
 	}
-	for i, name := range knobOrder {
+	for i, name := range gen.KnobNames() {
 		v := i + 1
 		if name == "wordcols" {
 			v = 1
