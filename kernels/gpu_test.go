@@ -8,34 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 )
-
-// launch runs plan p on the buffers through the one dispatch path.
-func launch(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
-	return Launch(dev, st, dst, src, p)
-}
-
-// stridesFor returns strides for shape, dense in order (order[0] slowest)
-// with every dim's step multiplied in, and flips where neg says.
-func stridesFor(shape []int64, order []int, step []int64, neg []bool) []int64 {
-	st := make([]int64, len(shape))
-	acc := int64(1)
-	for i := len(order) - 1; i >= 0; i-- {
-		d := order[i]
-		st[d] = acc * step[d]
-		acc *= shape[d] * step[d]
-	}
-	for d := range st {
-		if neg != nil && neg[d] {
-			st[d] = -st[d]
-		}
-	}
-	return st
-}
 
 // gpuCase is one copy to check: dst and src views of itemsize bytes.
 type gpuCase struct {
@@ -103,11 +81,11 @@ func randomCase(r *rand.Rand, item int) (gpuCase, error) {
 	if kind == 5 {
 		name = "fill"
 	}
-	dl, err := layout.New(shape, stridesFor(shape, dOrd, dstep, nil), item)
+	dl, err := layout.New(shape, pairgen.Strides(shape, dOrd, dstep, nil), item)
 	if err != nil {
 		return gpuCase{}, err
 	}
-	ss := stridesFor(shape, sOrd, sstep, sneg)
+	ss := pairgen.Strides(shape, sOrd, sstep, sneg)
 	if kind == 4 {
 		for k := range ss {
 			if r.IntN(2) == 0 {
@@ -180,7 +158,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 		p.Sig.Class = layout.ClassContiguous
 		fallthrough
 	default:
-		if err := launch(dev, st, dptr, sptr, &p); err != nil {
+		if err := Launch(dev, st, dptr, sptr, &p); err != nil {
 			return p.Sig, fmt.Errorf("launch %v: %w", p.Sig, err)
 		}
 	}
@@ -262,8 +240,8 @@ func TestGPUCopies(t *testing.T) {
 	}
 	for _, f := range fixed {
 		one := []int64{1, 1, 1, 1}[:len(f.shape)]
-		dl, _ := layout.New(f.shape, stridesFor(f.shape, f.dOrd, one, nil), f.item)
-		sl, _ := layout.New(f.shape, stridesFor(f.shape, f.sOrd, one, nil), f.item)
+		dl, _ := layout.New(f.shape, pairgen.Strides(f.shape, f.dOrd, one, nil), f.item)
+		sl, _ := layout.New(f.shape, pairgen.Strides(f.shape, f.sOrd, one, nil), f.item)
 		for _, pad := range [][2]int{{0, 0}, {f.item, 0}, {0, f.item}} {
 			sig, err := runCase(t, dev, st, r, gpuCase{name: "fixed", dl: dl, sl: sl, padD: pad[0], padS: pad[1]}, false)
 			if err != nil {

@@ -122,11 +122,11 @@ func draw(r *rand.Rand, maxBytes int64, kind string) (Pair, bool) {
 		// (H, W, C) → (W, H, C): the channel run stays innermost in both.
 		dOrd, sOrd = []int{0, 1, 2}, []int{1, 0, 2}
 	}
-	dl, err := layout.New(shape, strides(shape, dOrd, dStep, dNeg), item)
+	dl, err := layout.New(shape, Strides(shape, dOrd, dStep, dNeg), item)
 	if err != nil {
 		return Pair{}, false
 	}
-	ss := strides(shape, sOrd, sStep, sNeg)
+	ss := Strides(shape, sOrd, sStep, sNeg)
 	switch kind {
 	case "broadcast":
 		for k := range ss {
@@ -165,9 +165,10 @@ func draw(r *rand.Rand, maxBytes int64, kind string) (Pair, bool) {
 	return p, true
 }
 
-// strides returns strides of shape dense in order (order[0] slowest), each
-// dim's step multiplied in, negated where neg says.
-func strides(shape []int64, order []int, step []int64, neg []bool) []int64 {
+// Strides returns strides (in items) of shape dense in order (order[0]
+// slowest), each dim's step multiplied in, negated where neg says (nil: no
+// flips).
+func Strides(shape []int64, order []int, step []int64, neg []bool) []int64 {
 	st := make([]int64, len(shape))
 	acc := int64(1)
 	for i := len(order) - 1; i >= 0; i-- {
