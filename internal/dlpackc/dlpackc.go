@@ -449,20 +449,13 @@ func arrays(s Spec, pin *runtime.Pinner) (shape, strides *C.int64_t) {
 // Produce has C malloc a DLManagedTensorVersioned (one block with its shape
 // and strides) as s describes, with a C deleter that counts its calls under
 // s.ID and frees the block.
-func Produce(s Spec) unsafe.Pointer {
-	if int(s.NDim) > len(s.Shape) || s.Strides != nil && int(s.NDim) > len(s.Strides) {
-		panic("dlpackc: Spec has fewer shape or stride values than NDim")
-	}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	sh, st := arrays(s, &pin)
-	cs := s.c(sh, st)
-	return unsafe.Pointer(C.produce_versioned(&cs))
-}
+func Produce(s Spec) unsafe.Pointer { return produce(s, false) }
 
 // ProduceLegacy is Produce for a legacy DLManagedTensor (s.Major, s.Minor
 // and s.Flags are not used).
-func ProduceLegacy(s Spec) unsafe.Pointer {
+func ProduceLegacy(s Spec) unsafe.Pointer { return produce(s, true) }
+
+func produce(s Spec, legacy bool) unsafe.Pointer {
 	if int(s.NDim) > len(s.Shape) || s.Strides != nil && int(s.NDim) > len(s.Strides) {
 		panic("dlpackc: Spec has fewer shape or stride values than NDim")
 	}
@@ -470,7 +463,10 @@ func ProduceLegacy(s Spec) unsafe.Pointer {
 	defer pin.Unpin()
 	sh, st := arrays(s, &pin)
 	cs := s.c(sh, st)
-	return unsafe.Pointer(C.produce_legacy(&cs))
+	if legacy {
+		return unsafe.Pointer(C.produce_legacy(&cs))
+	}
+	return unsafe.Pointer(C.produce_versioned(&cs))
 }
 
 // DeleterCalls returns how many times the C deleters of the versioned and
