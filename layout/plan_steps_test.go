@@ -80,14 +80,6 @@ func genJoint(t *rapid.T, ordered bool) joint {
 	return j
 }
 
-func clone(j joint) joint {
-	c := j
-	c.shape = append([]int64(nil), j.shape...)
-	c.ds = append([]int64(nil), j.ds...)
-	c.ss = append([]int64(nil), j.ss...)
-	return c
-}
-
 func TestPropFlipDims(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		j := genJoint(t, false)
