@@ -17,7 +17,7 @@ func boxArgsSize(nd int) int {
 
 // boxInts is the number of 32-bit scalars at the end of the box-tile
 // argument block.
-const boxInts = 29
+const boxInts = 30
 
 // packBoxTile is Pack for ClassBoxTile. The argument block is, in order
 // (little-endian, C alignment):
@@ -29,13 +29,16 @@ const boxInts = 29
 //	uint64 cmul[nd]; uint32 cshr[nd]   fast division by chunks
 //	int32  sord, dord [nd]      tile dims by |stride|, src and dst (layout.BoxSides)
 //	int32  w[nd]                shared-memory bytes per index step of each dim
-//	int32  nk, nsr, ndr, ls, rs, ld, rd, rps, cprs, cprd, lgs, lgd, c0
+//	int32  nk, nsr, ndr, ls, rs, ld, rd, offS, nws, cprd, lgs, lgd, c0
 //	int32  rgs[4], rgd[4], lasts, lastd   ragged dims (see layout.BoxRagged)
 //	int32  offG, offH, offA, offB, offCs, offCd   table offsets
+//	int32  lgw                  log2 threads per src run, word loads
 //
-// The kernel stages src run j of a tile at j·rps bytes of shared memory;
-// element i of a run at i·item bytes (reversed runs: (ls-1-i)·item), so the
-// shared-memory offset of a tile element is c0 + Σ coord_k·w[k].
+// The kernel stages src run j of a tile in the slot layout.BoxSrcWeights
+// gives it (plus the tile's phase, the src address modulo 4 of run 0);
+// element i of a run at i·item bytes into the slot (reversed runs:
+// (ls-1-i)·item), so the shared-memory offset of a tile element is the
+// phase plus c0 + Σ coord_k·w[k].
 func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte) (Launch, error) {
 	nd := int(sig.NDim)
 	if len(p.Tile) != nd || nd > layout.MaxBoxNDim {
@@ -56,26 +59,9 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		chunks[d] = ceilDiv(p.Shape[d], p.Tile[d])
 		ntiles *= chunks[d]
 	}
-	// Shared-memory weights: src run dims step through a run's slot, the
-	// other tile dims through the slots.
 	var w [layout.MaxBoxNDim]int64
-	rps := layout.BoxRunPitch(src.RunLen, item)
+	data := layout.BoxSrcWeights(&src, p.SrcStrides, p.Tile, item, w[:nd])
 	rev := src.Step == -1
-	x := item
-	if rev {
-		x = -item
-	}
-	for i := 0; i < src.NRun; i++ {
-		d := src.Order[i]
-		w[d] = x
-		x *= p.Tile[d]
-	}
-	x = rps
-	for i := src.NRun; i < src.NDims; i++ {
-		d := src.Order[i]
-		w[d] = x
-		x *= p.Tile[d]
-	}
 	c0 := int64(0)
 	if rev {
 		c0 = (src.RunLen - 1) * item
@@ -86,32 +72,32 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		return Launch{}, fmt.Errorf("%w: box tile %v has more than 4 ragged dims on a side", ErrPlan, p.Tile)
 	}
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
-	offG := al(src.Runs * rps)
+	offG := al(data)
 	offH := offG + al(src.Runs*idx)
 	offA := offH + al(dst.Runs*idx)
 	offB := offA + al(dst.Runs*4)
 	offCs := offB + al(dst.RunLen*4)
 	offCd := offCs + al(src.Runs*8)
-	shared := offCd + al(dst.Runs*8)
+	offS := offCd + al(dst.Runs*8)
+	shared := offS + al(src.Runs*4)
 	if shared > layout.MaxBoxSharedBytes {
 		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory, over %d", ErrPlan, p.Tile, shared, layout.MaxBoxSharedBytes)
 	}
-	cprs := ceilDiv(src.RunLen*item, 16)
+	nws := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
 	cprd := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
-	// Threads per run, a power of two: the knob's lanes over a contiguous
-	// run's 16-byte pieces (a warp over a strided run's elements), more when
+	// Threads per run, a power of two: the knob's lanes over a dst run's
+	// 16-byte pieces, four times as many over a src run's words (a warp over
+	// a strided run's elements, or with ElemStore a dst run's), more when
 	// the tile has too few runs to keep the block busy, never more than the
 	// run has pieces (elements) or the block has threads.
 	lanes := func(knob int, pieces, runs int64) int {
 		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
 		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
 	}
-	lgs := lanes(k.LoadLanes, cprs, src.Runs)
-	if src.Step != 1 && src.Step != -1 {
-		lgs = lanes(32, src.RunLen, src.Runs)
-	}
+	lgs := lanes(32, src.RunLen, src.Runs)
+	lgw := lanes(4*k.LoadLanes, nws, src.Runs)
 	lgd := lanes(k.StoreLanes, cprd, dst.Runs)
-	if dst.Step != 1 && dst.Step != -1 {
+	if k.ElemStore || (dst.Step != 1 && dst.Step != -1) {
 		lgd = lanes(32, dst.RunLen, dst.Runs)
 	}
 
@@ -149,7 +135,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	}
 	for _, v := range [13]int64{
 		int64(src.NDims), int64(src.NRun), int64(dst.NRun),
-		src.RunLen, src.Runs, dst.RunLen, dst.Runs, rps, cprs, cprd, int64(lgs), int64(lgd), c0,
+		src.RunLen, src.Runs, dst.RunLen, dst.Runs, offS, nws, cprd, int64(lgs), int64(lgd), c0,
 	} {
 		put32(v)
 	}
@@ -159,7 +145,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	for _, v := range rgd {
 		put32(int64(v))
 	}
-	for _, v := range [8]int64{int64(lasts), int64(lastd), offG, offH, offA, offB, offCs, offCd} {
+	for _, v := range [9]int64{int64(lasts), int64(lastd), offG, offH, offA, offB, offCs, offCd, int64(lgw)} {
 		put32(v)
 	}
 	g := min(ntiles, MaxGridX)

@@ -10,13 +10,13 @@ import (
 
 // FormatVersion identifies the layout of the generated CUDA sources and the
 // argument blocks. It is part of every source (and so of every cache key),
-// and files written by stridegen check it at compile time (see Version2),
+// and files written by stridegen check it at compile time (see Version3),
 // so a generator change that alters the format breaks the build of stale
 // generated files instead of miscompiling them.
-const FormatVersion = 2
+const FormatVersion = 3
 
-// Version2 exists while FormatVersion is 2; generated files reference it.
-const Version2 = FormatVersion
+// Version3 exists while FormatVersion is 3; generated files reference it.
+const Version3 = FormatVersion
 
 // Grid limits of CUDA.
 const (

@@ -26,9 +26,9 @@ type Knobs struct {
 	// or more dims: their loads are in flight together.
 	Rows int
 	// Unroll is how many 16-byte loads a thread of the contiguous kernel
-	// keeps in flight, and how many 16-byte pieces a thread of the box-tile
-	// kernel loads before it stores them (four times as many elements of a
-	// strided run, at most 32 registers' worth).
+	// keeps in flight; a thread of the box-tile kernel loads four times as
+	// many elements of a strided src run of items under 4 bytes before it
+	// stores them (at most 32 registers' worth).
 	Unroll int
 	// BlocksPerSM is how many blocks per multiprocessor the looping grids
 	// of the contiguous and box-tile kernels hold.
@@ -41,10 +41,17 @@ type Knobs struct {
 	// TileBytes: the planner sizes the tile, the kernel stages it).
 	TileBytes int
 	// LoadLanes and StoreLanes are the most threads of a warp that work on
-	// one src run (load) and one dst run (store) of a box tile; powers of
-	// two. More lanes make longer bursts on one run, fewer spread a warp
-	// over neighbouring runs (fewer shared-memory bank conflicts).
+	// one src run (load, in quarters: a src run moves in 4-byte words, so
+	// 4·LoadLanes threads share one) and one dst run (store, in 16-byte
+	// pieces) of a box tile; powers of two. More lanes make longer bursts
+	// on one run, fewer spread a warp over neighbouring runs (fewer
+	// shared-memory bank conflicts).
 	LoadLanes, StoreLanes int
+	// ElemStore makes the box-tile kernel write each dst run one element
+	// per thread (lanes on consecutive elements) instead of in 16-byte
+	// pieces: for items under 4 bytes, one shared-memory read per element
+	// without bank conflicts beats assembling pieces from many runs.
+	ElemStore bool
 }
 
 // ErrTuning reports a malformed tuning table.
@@ -69,7 +76,7 @@ type knobKey struct {
 
 // knobNames are the knobs' names in a tuning table, in the order the
 // table's header documents them.
-var knobNames = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes"}
+var knobNames = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes", "elemstore"}
 
 // KnobNames returns the names a tuning table gives the knobs, in the order
 // its header documents them (the order an entry is written in).
@@ -239,8 +246,8 @@ func LookupKnobs(entries []TuningEntry, sig layout.Signature, arch int) Knobs {
 	return k
 }
 
-// Get returns the knob of k that a tuning table calls name (wordcols as 0
-// or 1), and false for another name.
+// Get returns the knob of k that a tuning table calls name (wordcols and
+// elemstore as 0 or 1), and false for another name.
 func (k Knobs) Get(name string) (int, bool) {
 	switch name {
 	case "threads":
@@ -262,12 +269,17 @@ func (k Knobs) Get(name string) (int, bool) {
 		return k.LoadLanes, true
 	case "storelanes":
 		return k.StoreLanes, true
+	case "elemstore":
+		if k.ElemStore {
+			return 1, true
+		}
+		return 0, true
 	}
 	return 0, false
 }
 
 // Set sets the knob of k that a tuning table calls name (threads, rows,
-// unroll, blocks, wordcols, tilebytes, loadlanes, storelanes); it reports
+// unroll, blocks, wordcols, tilebytes, loadlanes, storelanes, elemstore); it reports
 // false, changing nothing, for another name.
 func (k *Knobs) Set(name string, v int) bool {
 	switch name {
@@ -287,6 +299,8 @@ func (k *Knobs) Set(name string, v int) bool {
 		k.LoadLanes = v
 	case "storelanes":
 		k.StoreLanes = v
+	case "elemstore":
+		k.ElemStore = v != 0
 	default:
 		return false
 	}

@@ -38,9 +38,10 @@ type kernelData struct {
 	// ClassContiguous
 	ContigThreads, ContigUnroll int
 	// ClassBoxTile
-	KU, KE int          // pieces and strided elements loaded before they are stored
-	Pow2   bool         // S is a power of two: one gather case
-	Gather []gatherCase // the store phase's granule maps, by the piece's start within an element
+	KE        int          // btile: strided elements a thread loads before it stores them
+	ElemStore bool         // btile: dst runs written one element per thread
+	Pow2      bool         // S is a power of two: one gather case
+	Gather    []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
 
 // gatherCase is how the store phase of the box-tile kernel fills a 16-byte
@@ -133,9 +134,9 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1
 		}
 	case layout.ClassBoxTile:
-		d.KU = k.Unroll
 		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements
 		d.Pow2 = s&(s-1) == 0
+		d.ElemStore = k.ElemStore
 		d.Gather = gatherCases(s, d.G)
 	}
 	return d

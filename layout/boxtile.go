@@ -87,27 +87,63 @@ func sideOf(b *BoxSide, shape, strides, tile []int64) {
 	b.Runs = vol / b.RunLen
 }
 
-// BoxRunPitch returns the bytes of shared memory a src run of runLen
-// elements of item bytes occupies: a multiple of 4 whose quarter is odd, so
-// that runs start in different banks.
+// BoxRunPitch returns the first step between src run slots in shared
+// memory for runs of runLen elements of item bytes: room for the run's
+// bytes plus the word that a run starting at any address modulo 4 may add,
+// a multiple of 4 whose quarter is odd, so that neighbouring slots start in
+// different banks.
 func BoxRunPitch(runLen, item int64) int64 {
-	p := (runLen*item + 3) &^ 3
+	p := (runLen*item+3)&^3 + 4
 	if (p/4)%2 == 0 {
 		p += 4
 	}
 	return p
 }
 
-// BoxSharedBytes returns the shared memory a box tile kernel needs for a
-// tile with these sides and elements of item bytes, indices of idxBytes (4
-// or 8): the src runs' data, then tables of each src run's offset, each dst
-// run's offset and shared-memory base, each dst run element's
-// shared-memory offset, and each run's ragged coordinates (8 bytes a run),
-// each part 16-byte aligned.
-func BoxSharedBytes(src, dst BoxSide, item, idxBytes int64) int64 {
+// BoxSrcWeights lays out a box tile's src runs in shared memory: it sets
+// w[k], for each tile dim k of the src side, to the bytes one index step of
+// k moves in shared memory, and returns the bytes the tile's data takes.
+// Within a run elements follow each other (reversed runs: backwards from
+// the run's last slot byte); from run to run the step along the i-th dim
+// outside the runs is U_i + (ss[k]·item mod 4), U_1 = BoxRunPitch and
+// U_{i+1} = t_i·(U_i + 4). A slot's address then equals its src address
+// modulo 4 up to one phase common to the whole tile, so a run moves as the
+// aligned words that cover it, and no two slots' words overlap. ss may be
+// nil for the size alone (the weights then are not set).
+func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 {
+	x := item
+	if src.Step == -1 {
+		x = -item
+	}
+	for i := 0; i < src.NRun; i++ {
+		k := src.Order[i]
+		if w != nil {
+			w[k] = x
+		}
+		x *= tile[k]
+	}
+	u := BoxRunPitch(src.RunLen, item)
+	for i := src.NRun; i < src.NDims; i++ {
+		k := src.Order[i]
+		if w != nil {
+			w[k] = u + ((ss[k]*item)%4+4)%4
+		}
+		u = tile[k] * (u + 4)
+	}
+	return u + 4
+}
+
+// BoxSharedBytes returns the shared memory a box tile kernel needs for the
+// tile tile with these sides and elements of item bytes, indices of
+// idxBytes (4 or 8): the src runs' data (BoxSrcWeights), then tables of
+// each src run's offset, each dst run's offset and shared-memory base,
+// each dst run element's shared-memory offset, each run's ragged
+// coordinates (8 bytes a run) and each src run's slot, each part 16-byte
+// aligned.
+func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 {
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
-	return al(src.Runs*BoxRunPitch(src.RunLen, item)) + al(src.Runs*idxBytes) +
-		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4) + al(src.Runs*8) + al(dst.Runs*8)
+	return al(BoxSrcWeights(&src, nil, tile, item, nil)) + al(src.Runs*idxBytes) +
+		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4) + al(src.Runs*8) + al(dst.Runs*8) + al(src.Runs*4)
 }
 
 // MaxRagged is the most ragged dims a box tile may have outside a side's
@@ -328,14 +364,14 @@ func (c *tileChooser) setExtent(k int, e int64) bool {
 	}
 	c.t[k] = e
 	src, dst := BoxSides(c.shape, c.ds, c.ss, c.t)
-	if BoxSharedBytes(src, dst, c.item, 8) > MaxBoxSharedBytes {
+	if BoxSharedBytes(src, dst, c.t, c.item, 8) > MaxBoxSharedBytes {
 		// Try the largest extent that fits, halving.
 		lo, hi := old, e
 		for hi-lo > 1 {
 			m := (lo + hi) / 2
 			c.t[k] = m
 			src, dst = BoxSides(c.shape, c.ds, c.ss, c.t)
-			if BoxSharedBytes(src, dst, c.item, 8) > MaxBoxSharedBytes {
+			if BoxSharedBytes(src, dst, c.t, c.item, 8) > MaxBoxSharedBytes {
 				hi = m
 			} else {
 				lo = m

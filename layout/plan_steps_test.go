@@ -207,8 +207,8 @@ func TestPropBoxTile(t *testing.T) {
 		if vol > 1 && vol*item > cap {
 			t.Fatalf("tile %v of %d bytes over %d", tile, vol*item, cap)
 		}
-		if BoxSharedBytes(src, dst, item, 8) > MaxBoxSharedBytes {
-			t.Fatalf("tile %v needs %d bytes of shared memory", tile, BoxSharedBytes(src, dst, item, 8))
+		if BoxSharedBytes(src, dst, tile, item, 8) > MaxBoxSharedBytes {
+			t.Fatalf("tile %v needs %d bytes of shared memory", tile, BoxSharedBytes(src, dst, tile, item, 8))
 		}
 		for _, sd := range []struct {
 			b       BoxSide

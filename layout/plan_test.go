@@ -553,7 +553,7 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 			vol *= e
 		}
 		src, dst := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
-		if vol > 1 && vol*w > layout.DefaultTileBytes || layout.BoxSharedBytes(src, dst, w, 8) > layout.MaxBoxSharedBytes {
+		if vol > 1 && vol*w > layout.DefaultTileBytes || layout.BoxSharedBytes(src, dst, p.Tile, w, 8) > layout.MaxBoxSharedBytes {
 			t.Fatalf("btile plan %+v too large", p)
 		}
 	}

@@ -40,6 +40,7 @@ var (
 		{"storelanes", []int{1, 2, 4, 8}},
 		{"blocks", []int{4, 8, 16}},
 		{"unroll", []int{1, 2, 3}},
+		{"elemstore", []int{0, 1}},
 	}
 )
 
