@@ -7,12 +7,13 @@ package layout
 // whole in the tile and continues the previous one in memory (stride equal
 // to the previous stride times the previous extent). A run's elements are
 // at one stride apart (Step; ±1 means contiguous bytes). The kernel reads
-// src run by run (contiguous runs in 16-byte pieces, whatever their
-// alignment) into shared memory, then writes dst run by run, gathering each
-// dst element from where it sits in shared memory. Choosing the tile so that
-// both views have long runs is what lets short fast dims, odd extents and
-// odd itemsizes move at full bandwidth: several dims are folded into each
-// side of the tile, and a dim may run inside the tile on both sides.
+// src run by run into shared memory (contiguous runs as the aligned words
+// that cover them, whatever their alignment: see BoxSrcWeights), then
+// writes dst run by run, gathering each dst element from where it sits in
+// shared memory. Choosing the tile so that both views have long runs is
+// what lets short fast dims, odd extents and odd itemsizes move in long
+// bursts: several dims are folded into each side of the tile, and a dim may
+// run inside the tile on both sides.
 
 // MaxBoxNDim is the most canonical dims a ClassBoxTile plan may have.
 const MaxBoxNDim = 16
