@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"text/template"
+	"text/template/parse"
 
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/templates"
@@ -78,13 +78,13 @@ func gatherCases(s, g int) []gatherCase {
 
 var (
 	parseOnce sync.Once
-	tmpl      *template.Template
+	tmpl      map[string]*parse.Tree
 	parseErr  error
 )
 
-func parsed() (*template.Template, error) {
+func parsed() (map[string]*parse.Tree, error) {
 	parseOnce.Do(func() {
-		tmpl, parseErr = template.New("").Option("missingkey=error").ParseFS(templates.FS, templates.Pattern)
+		tmpl, parseErr = parseTemplates(templates.FS, templates.Pattern)
 	})
 	return tmpl, parseErr
 }
@@ -159,7 +159,7 @@ func Source(sig layout.Signature, k Knobs) (string, error) {
 		return "", fmt.Errorf("gen: parsing templates: %w", err)
 	}
 	var b strings.Builder
-	if err := t.ExecuteTemplate(&b, templateFor(sig.Class), dataFor(sig, k)); err != nil {
+	if err := render(&b, t, templateFor(sig.Class), dataFor(sig, k)); err != nil {
 		return "", fmt.Errorf("gen: rendering %v: %w", sig, err)
 	}
 	return b.String(), nil

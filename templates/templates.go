@@ -2,7 +2,9 @@
 // one per kernel class, embedded in the binary with package embed.
 //
 // The templates are text/template sources rendered by package gen with the
-// data of one layout.Signature; gen owns the data, these files own the CUDA.
+// data of one layout.Signature (gen executes them itself, on text/template's
+// parser: use only fields, if/else, range, template, eq and not); gen owns
+// the data, these files own the CUDA.
 // Every template starts with {{template "head" .}} (common.cu.tmpl), which
 // emits the shared helpers under an include guard and the per-kernel types in
 // a namespace named after the kernel, so any number of rendered kernels can
