@@ -1,7 +1,9 @@
 package layout
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 
@@ -216,7 +218,63 @@ func TestPropBoxTile(t *testing.T) {
 		}{{src, ss}, {dst, ds}} {
 			checkSide(t, sd.b, shape, sd.strides, tile, vol)
 		}
+		checkSlots(t, src, ss, tile, item)
 	})
+}
+
+// checkSlots checks BoxSrcWeights' shared-memory layout of the src runs:
+// every run's slot address minus its src address is the same modulo 4 (so
+// one phase per tile aligns them all), and for each of the four phases the
+// aligned words that cover a contiguous run (the bytes of a strided one) lie
+// within the data bytes and overlap no other run's.
+func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
+	w := make([]int64, len(tile))
+	data := BoxSrcWeights(&src, ss, tile, item, w)
+	if d2 := BoxSrcWeights(&src, nil, tile, item, nil); d2 != data {
+		t.Fatalf("data bytes %d with strides, %d without", data, d2)
+	}
+	contig := src.Step == 1 || src.Step == -1
+	type span struct{ lo, hi int64 }
+	var spans [4][]span
+	phase := int64(-1)
+	for r := int64(0); r < src.Runs; r++ {
+		x := r
+		slot, addr := int64(0), int64(0)
+		for i := src.NRun; i < src.NDims; i++ {
+			k := src.Order[i]
+			c := x % tile[k]
+			x /= tile[k]
+			slot += c * w[k]
+			addr += c * ss[k] * item
+		}
+		if src.Step == -1 {
+			addr -= (src.RunLen - 1) * item // the run's lowest byte
+		}
+		if ph := ((slot-addr)%4 + 4) % 4; phase < 0 {
+			phase = ph
+		} else if ph != phase {
+			t.Fatalf("run %d: slot %d, src byte %d: phase %d, run 0's %d (weights %v)", r, slot, addr, ph, phase, w)
+		}
+		for ph := int64(0); ph < 4; ph++ {
+			lo, hi := slot+ph, slot+ph+src.RunLen*item
+			if contig {
+				lo, hi = lo&^3, (hi+3)&^3
+			}
+			if lo < 0 || hi > data {
+				t.Fatalf("run %d at phase %d: bytes [%d, %d) outside the %d data bytes", r, ph, lo, hi, data)
+			}
+			spans[ph] = append(spans[ph], span{lo, hi})
+		}
+	}
+	for ph := range spans {
+		s := spans[ph]
+		slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+		for i := 1; i < len(s); i++ {
+			if s[i].lo < s[i-1].hi {
+				t.Fatalf("phase %d: runs' words [%d, %d) and [%d, %d) overlap (weights %v, tile %v)", ph, s[i-1].lo, s[i-1].hi, s[i].lo, s[i].hi, w, tile)
+			}
+		}
+	}
 }
 
 func seqInts(n int) []int {
