@@ -25,7 +25,7 @@ enum { S = 3 };   // element bytes
 enum { G = 1 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
-enum { ES = 0 }; // 1: dst runs written one element per thread
+enum { ES = 1 }; // 1: dst runs written one element per thread
 // A is the argument block, byte for byte gen.Pack's.
 struct A {
 	long long ntiles;            // tiles in the launch
