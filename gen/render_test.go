@@ -20,7 +20,7 @@ var (
 
 // referenceSource renders sig's kernel with package text/template, the
 // templates' reference executor, which the library itself does not link.
-func referenceSource(t *testing.T, sig layout.Signature, k Knobs) string {
+func referenceSource(t testing.TB, sig layout.Signature, k Knobs) string {
 	t.Helper()
 	refOnce.Do(func() {
 		refTmpl, refErr = template.New("").Option("missingkey=error").ParseFS(templates.FS, templates.Pattern)
@@ -109,6 +109,34 @@ func TestRenderErrors(t *testing.T) {
 		var b strings.Builder
 		if err := render(&b, trees, "t", kernelData{S: 4}); err == nil {
 			t.Errorf("%s rendered %q without an error", src, b.String())
+		}
+	}
+}
+
+// BenchmarkSource is the rendering of one box-tile kernel's source, the
+// host work of a kernel's first use before NVRTC.
+func BenchmarkSource(b *testing.B) {
+	sig := layout.Signature{Class: layout.ClassBoxTile, NDim: 4, Itemsize: 3, Vec: 1}
+	k := KnobsFor(sig, 90)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Source(sig, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSourceTextTemplate renders the same kernel with text/template,
+// the executor programs no longer link: the baseline of BenchmarkSource.
+func BenchmarkSourceTextTemplate(b *testing.B) {
+	sig := layout.Signature{Class: layout.ClassBoxTile, NDim: 4, Itemsize: 3, Vec: 1}
+	k := KnobsFor(sig, 90)
+	referenceSource(b, sig, k) // parses the templates
+	b.ReportAllocs()
+	for b.Loop() {
+		var sb strings.Builder
+		if err := refTmpl.ExecuteTemplate(&sb, templateFor(sig.Class), dataFor(sig, k)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
