@@ -50,11 +50,13 @@ func parseTemplates(fsys fs.FS, pattern string) (map[string]*parse.Tree, error) 
 			return nil, err
 		}
 		for n, t := range trees {
-			if old, dup := set[n]; dup && !parse.IsEmptyTree(old.Root) && !parse.IsEmptyTree(t.Root) {
-				return nil, fmt.Errorf("template %q defined twice", n)
-			}
-			if old, dup := set[n]; !dup || parse.IsEmptyTree(old.Root) {
+			// An empty tree (a file of only {{define}}s) yields to a full one.
+			old, dup := set[n]
+			switch {
+			case !dup || parse.IsEmptyTree(old.Root):
 				set[n] = t
+			case !parse.IsEmptyTree(t.Root):
+				return nil, fmt.Errorf("template %q defined twice", n)
 			}
 		}
 	}
