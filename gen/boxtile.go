@@ -60,7 +60,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		ntiles *= chunks[d]
 	}
 	var w [layout.MaxBoxNDim]int64
-	data := layout.BoxSrcWeights(&src, p.SrcStrides, p.Tile, item, w[:nd])
+	layout.BoxSrcWeights(&src, p.SrcStrides, p.Tile, item, w[:nd])
 	rev := src.Step == -1
 	c0 := int64(0)
 	if rev {
@@ -71,16 +71,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	if !oks || !okd {
 		return Launch{}, fmt.Errorf("%w: box tile %v has more than 4 ragged dims on a side", ErrPlan, p.Tile)
 	}
-	al := func(x int64) int64 { return (x + 15) &^ 15 }
-	offG := al(data)
-	offH := offG + al(src.Runs*idx)
-	offA := offH + al(dst.Runs*idx)
-	offB := offA + al(dst.Runs*4)
-	offCs := offB + al(dst.RunLen*4)
-	offCd := offCs + al(src.Runs*8)
-	offS := offCd + al(dst.Runs*8)
-	shared := offS + al(src.Runs*4)
-	if shared > layout.MaxBoxSharedBytes {
+	sl := layout.BoxSharedLayout(src, dst, p.Tile, item, idx)
+	if shared := sl.Total; shared > layout.MaxBoxSharedBytes {
 		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory, over %d", ErrPlan, p.Tile, shared, layout.MaxBoxSharedBytes)
 	}
 	nws := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
@@ -135,7 +127,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	}
 	for _, v := range [13]int64{
 		int64(src.NDims), int64(src.NRun), int64(dst.NRun),
-		src.RunLen, src.Runs, dst.RunLen, dst.Runs, offS, nws, cprd, int64(lgs), int64(lgd), c0,
+		src.RunLen, src.Runs, dst.RunLen, dst.Runs, sl.S, nws, cprd, int64(lgs), int64(lgd), c0,
 	} {
 		put32(v)
 	}
@@ -145,12 +137,12 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	for _, v := range rgd {
 		put32(int64(v))
 	}
-	for _, v := range [9]int64{int64(lasts), int64(lastd), offG, offH, offA, offB, offCs, offCd, int64(lgw)} {
+	for _, v := range [9]int64{int64(lasts), int64(lastd), sl.G, sl.H, sl.A, sl.B, sl.Cs, sl.Cd, int64(lgw)} {
 		put32(v)
 	}
 	g := min(ntiles, MaxGridX)
 	if smCount > 0 {
 		g = min(g, int64(smCount*k.BlocksPerSM))
 	}
-	return Launch{Grid: cuda.Dim3{X: uint32(g), Y: 1, Z: 1}, Block: cuda.Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(shared)}, nil
+	return Launch{Grid: cuda.Dim3{X: uint32(g), Y: 1, Z: 1}, Block: cuda.Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(sl.Total)}, nil
 }

@@ -134,17 +134,42 @@ func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 
 	return u + 4
 }
 
-// BoxSharedBytes returns the shared memory a box tile kernel needs for the
-// tile tile with these sides and elements of item bytes, indices of
-// idxBytes (4 or 8): the src runs' data (BoxSrcWeights), then tables of
-// each src run's offset, each dst run's offset and shared-memory base,
-// each dst run element's shared-memory offset, each run's ragged
-// coordinates (8 bytes a run) and each src run's slot, each part 16-byte
-// aligned.
-func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 {
+// BoxShared is the shared-memory layout of a box tile kernel: the src
+// runs' data from offset 0 (BoxSrcWeights), then each table at its offset,
+// each part 16-byte aligned. The planner sizes tiles by Total; gen packs the
+// offsets into the kernel's argument block.
+type BoxShared struct {
+	G     int64 // each src run's offset in src (idxBytes a run)
+	H     int64 // each dst run's offset in dst (idxBytes a run)
+	A     int64 // each dst run's shared-memory base (4 bytes a run)
+	B     int64 // each dst run element's shared-memory offset (4 bytes an element)
+	Cs    int64 // each src run's ragged coordinates (8 bytes a run)
+	Cd    int64 // each dst run's ragged coordinates (8 bytes a run)
+	S     int64 // each src run's slot (4 bytes a run)
+	Total int64 // bytes in all
+}
+
+// BoxSharedLayout returns the shared-memory layout of a box tile kernel for
+// the tile tile with these sides, elements of item bytes and indices of
+// idxBytes (4 or 8).
+func BoxSharedLayout(src, dst BoxSide, tile []int64, item, idxBytes int64) BoxShared {
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
-	return al(BoxSrcWeights(&src, nil, tile, item, nil)) + al(src.Runs*idxBytes) +
-		al(dst.Runs*idxBytes) + al(dst.Runs*4) + al(dst.RunLen*4) + al(src.Runs*8) + al(dst.Runs*8) + al(src.Runs*4)
+	var l BoxShared
+	l.G = al(BoxSrcWeights(&src, nil, tile, item, nil))
+	l.H = l.G + al(src.Runs*idxBytes)
+	l.A = l.H + al(dst.Runs*idxBytes)
+	l.B = l.A + al(dst.Runs*4)
+	l.Cs = l.B + al(dst.RunLen*4)
+	l.Cd = l.Cs + al(src.Runs*8)
+	l.S = l.Cd + al(dst.Runs*8)
+	l.Total = l.S + al(src.Runs*4)
+	return l
+}
+
+// BoxSharedBytes returns the shared memory a box tile kernel needs:
+// BoxSharedLayout's Total.
+func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 {
+	return BoxSharedLayout(src, dst, tile, item, idxBytes).Total
 }
 
 // MaxRagged is the most ragged dims a box tile may have outside a side's
