@@ -13,11 +13,7 @@ import (
 // reports GB/s (2 × bytes written per second) and the ratio to memcpy.
 func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
 	dev := testenv.NeedGPU(b)
-	st, err := dev.NewStream(true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := testenv.NewStream(b, dev)
 	nD, nS := int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes())
 	db, err := dev.Alloc(nD, nil)
 	if err != nil {

@@ -191,11 +191,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 // 16, 3, 6, 12 against runtime/hostcopy, with poisoned destinations.
 func TestGPUCopies(t *testing.T) {
 	dev := testenv.NeedGPU(t)
-	st, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
 	n := 60
 	if testing.Short() {

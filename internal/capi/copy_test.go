@@ -207,11 +207,7 @@ func TestCopyErrors(t *testing.T) {
 func TestGPUCopy(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	host := iota32(12)
 	raw := unsafe.Slice((*byte)(unsafe.Pointer(&host[0])), 48)
 	a, err := dev.Alloc(48, nil)

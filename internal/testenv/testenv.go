@@ -47,3 +47,20 @@ func NeedGPU(tb testing.TB) *cuda.Device {
 	tb.Fatal(err)
 	return nil
 }
+
+// NewStream returns a new non-blocking stream on dev, closed when tb and
+// its subtests end (a failure to close fails tb); an error creating it
+// fails tb.
+func NewStream(tb testing.TB, dev *cuda.Device) *cuda.Stream {
+	tb.Helper()
+	s, err := dev.NewStream(true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("closing a test stream: %v", err)
+		}
+	})
+	return s
+}

@@ -15,11 +15,7 @@ import (
 // and that ParseCUDAStream gives each handle back.
 func TestGPUStreamValue(t *testing.T) {
 	dev := testenv.NeedGPU(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	for _, c := range []struct {
 		s    *cuda.Stream
 		want int64

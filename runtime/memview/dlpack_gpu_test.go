@@ -89,11 +89,7 @@ func gpuContents(t *testing.T, v *StridedMemoryView, s *cuda.Stream) []int32 {
 func TestGPUFromDLPackKinds(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	for _, kind := range []cuda.MemoryKind{cuda.MemoryDevice, cuda.MemoryHost, cuda.MemoryManaged} {
 		for _, c := range stridedCases {
 			if c.name == "empty" || c.name == "scalar" {
@@ -191,11 +187,7 @@ func TestGPUFromDLPackCPUPinned(t *testing.T) {
 func TestGPUFromDLPackToHost(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	for _, kind := range []cuda.MemoryKind{cuda.MemoryDevice, cuda.MemoryManaged} {
 		c := stridedCases[3] // flipped-sliced
 		b := gpuBase(t, dev, kind, c)
@@ -257,16 +249,8 @@ func busy(t *testing.T, dev *cuda.Device, s *cuda.Stream) {
 func TestGPUImportHandshake(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	p, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p := testenv.NewStream(t, dev)
+	c := testenv.NewStream(t, dev)
 	tc := stridedCases[0] // transposed 4×3 of a 3×4 array
 	for _, toHost := range []bool{false, true} {
 		b := gpuBase(t, dev, cuda.MemoryDevice, tc)
@@ -303,16 +287,8 @@ func TestGPUImportHandshake(t *testing.T) {
 func TestGPUExportHandshake(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	p, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	c, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	p := testenv.NewStream(t, dev)
+	c := testenv.NewStream(t, dev)
 	tc := stridedCases[2] // flipped
 	live := dlpack.LiveExports()
 	for _, cs := range []struct {
@@ -383,11 +359,7 @@ func TestGPUExportHandshake(t *testing.T) {
 func TestGPUToDLPackToHost(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	live := dlpack.LiveExports()
 	tc := stridedCases[4] // permuted-4d
 	b := gpuBase(t, dev, cuda.MemoryDevice, tc)

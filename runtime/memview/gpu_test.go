@@ -125,11 +125,7 @@ func TestGPURandomPairs(t *testing.T) {
 		n, _ = strconv.Atoi(s)
 	}
 	r := rand.New(rand.NewPCG(gpuSeed(t), 9))
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	const maxView = 1 << 20
 	const size = 2*maxView + 1024
 	kinds := []cuda.MemoryKind{cuda.MemoryDevice, cuda.MemoryHost, cuda.MemoryPageable}
@@ -198,12 +194,7 @@ func TestGPUConcurrent(t *testing.T) {
 	const streams, workers, n = 8, 32, 96
 	ss := make([]*cuda.Stream, streams)
 	for i := range ss {
-		s, err := dev.NewStream(true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		ss[i] = s
+		ss[i] = testenv.NewStream(t, dev)
 	}
 	l, _ := layout.Dense([]int64{n, n + 1}, 4, layout.C)
 	var wg sync.WaitGroup
@@ -269,11 +260,7 @@ func TestGPUConcurrent(t *testing.T) {
 func TestGPUCopyAllocs(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(t, dev)
 	dst, src, srcT := transposePair(t, dev, s, 128)
 	_ = dst.CopyFrom(src, s)
 	if a := testing.AllocsPerRun(200, func() {
@@ -315,11 +302,7 @@ func BenchmarkDispatch(b *testing.B) {
 	for _, n := range []int64{32, 128} {
 		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
 			dev := testenv.NeedGPU(b)
-			s, err := dev.NewStream(true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := testenv.NewStream(b, dev)
 			dst, _, srcT := transposePair(b, dev, s, n)
 			if err := dst.CopyFrom(srcT, s); err != nil {
 				b.Fatal(err)
@@ -347,11 +330,7 @@ func BenchmarkBareLaunch(b *testing.B) {
 	for _, n := range []int64{32, 128} {
 		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
 			dev := testenv.NeedGPU(b)
-			s, err := dev.NewStream(true)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
+			s := testenv.NewStream(b, dev)
 			dst, _, srcT := transposePair(b, dev, s, n)
 			cp, err := dst.Explain(srcT)
 			if err != nil {
@@ -385,11 +364,7 @@ func BenchmarkBareLaunch(b *testing.B) {
 func BenchmarkHostTransfer(b *testing.B) {
 	const n = 8192 // 8192² float32 = 256 MiB
 	dev := testenv.NeedGPU(b)
-	s, err := dev.NewStream(true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := testenv.NewStream(b, dev)
 	l, _ := layout.Dense([]int64{n, n}, 4, layout.C)
 	dbuf, err := dev.Alloc(n*n*4, s)
 	if err != nil {
