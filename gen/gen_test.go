@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -288,6 +289,13 @@ func TestKnobsLookup(t *testing.T) {
 		flag := name == "wordcols" || name == "elemstore"
 		if v, ok := k.Get(name); !ok || (!flag && v != i+2) || (flag && v != 1) {
 			t.Errorf("Get(%q) = %d, %v after Set %d", name, v, ok, i+2)
+		}
+	}
+	// Every field has a name: after setting each name, no field is zero.
+	kv := reflect.ValueOf(k)
+	for i := 0; i < kv.NumField(); i++ {
+		if kv.Field(i).IsZero() {
+			t.Errorf("Knobs.%s has no name in the tuning table", kv.Type().Field(i).Name)
 		}
 	}
 	before := k

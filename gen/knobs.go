@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+
 	"strconv"
 	"strings"
 	"sync"
@@ -74,13 +74,53 @@ type knobKey struct {
 	sig  layout.Signature
 }
 
-// knobNames are the knobs' names in a tuning table, in the order the
-// table's header documents them.
-var knobNames = []string{"threads", "rows", "unroll", "blocks", "wordcols", "tilebytes", "loadlanes", "storelanes", "elemstore"}
+// knobTable is the one list of the knobs as a tuning table names them, in the
+// order its header documents them (the order an entry is written in), with
+// how each reads and writes its Knobs field (booleans as 0 or 1). Get, Set,
+// ParseTuning and KnobNames all go through it.
+var knobTable = [...]struct {
+	name string
+	get  func(*Knobs) int
+	set  func(*Knobs, int)
+}{
+	{"threads", func(k *Knobs) int { return k.Threads }, func(k *Knobs, v int) { k.Threads = v }},
+	{"rows", func(k *Knobs) int { return k.Rows }, func(k *Knobs, v int) { k.Rows = v }},
+	{"unroll", func(k *Knobs) int { return k.Unroll }, func(k *Knobs, v int) { k.Unroll = v }},
+	{"blocks", func(k *Knobs) int { return k.BlocksPerSM }, func(k *Knobs, v int) { k.BlocksPerSM = v }},
+	{"wordcols", func(k *Knobs) int { return b2i(k.WordCols) }, func(k *Knobs, v int) { k.WordCols = v != 0 }},
+	{"tilebytes", func(k *Knobs) int { return k.TileBytes }, func(k *Knobs, v int) { k.TileBytes = v }},
+	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
+	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
+	{"elemstore", func(k *Knobs) int { return b2i(k.ElemStore) }, func(k *Knobs, v int) { k.ElemStore = v != 0 }},
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// knobIndex returns the index in knobTable of the knob a tuning table calls
+// name, or -1.
+func knobIndex(name string) int {
+	for i := range knobTable {
+		if knobTable[i].name == name {
+			return i
+		}
+	}
+	return -1
+}
 
 // KnobNames returns the names a tuning table gives the knobs, in the order
 // its header documents them (the order an entry is written in).
-func KnobNames() []string { return slices.Clone(knobNames) }
+func KnobNames() []string {
+	out := make([]string, len(knobTable))
+	for i := range knobTable {
+		out[i] = knobTable[i].name
+	}
+	return out
+}
 
 // TuningEntry is one parsed line of a tuning table: Arch 0 means "any",
 // Item and Vec 0 mean "*"; Set maps knob names to values.
@@ -142,12 +182,8 @@ func ParseTuning(name string, r io.Reader) ([]TuningEntry, error) {
 			if !ok || err != nil || n < 0 {
 				return nil, bad("knob %q is not NAME=N", kv)
 			}
-			known := false
-			for _, kn := range knobNames {
-				known = known || kn == k
-			}
-			if !known {
-				return nil, bad("unknown knob %q (want one of %s)", k, strings.Join(knobNames, ", "))
+			if knobIndex(k) < 0 {
+				return nil, bad("unknown knob %q (want one of %s)", k, strings.Join(KnobNames(), ", "))
 			}
 			e.Set[k] = n
 		}
@@ -249,61 +285,21 @@ func LookupKnobs(entries []TuningEntry, sig layout.Signature, arch int) Knobs {
 // Get returns the knob of k that a tuning table calls name (wordcols and
 // elemstore as 0 or 1), and false for another name.
 func (k Knobs) Get(name string) (int, bool) {
-	switch name {
-	case "threads":
-		return k.Threads, true
-	case "rows":
-		return k.Rows, true
-	case "unroll":
-		return k.Unroll, true
-	case "blocks":
-		return k.BlocksPerSM, true
-	case "wordcols":
-		if k.WordCols {
-			return 1, true
-		}
-		return 0, true
-	case "tilebytes":
-		return k.TileBytes, true
-	case "loadlanes":
-		return k.LoadLanes, true
-	case "storelanes":
-		return k.StoreLanes, true
-	case "elemstore":
-		if k.ElemStore {
-			return 1, true
-		}
-		return 0, true
+	if i := knobIndex(name); i >= 0 {
+		return knobTable[i].get(&k), true
 	}
 	return 0, false
 }
 
-// Set sets the knob of k that a tuning table calls name (threads, rows,
-// unroll, blocks, wordcols, tilebytes, loadlanes, storelanes, elemstore); it reports
-// false, changing nothing, for another name.
+// Set sets the knob of k that a tuning table calls name (KnobNames; a
+// boolean knob is set by any value but 0); it reports false, changing
+// nothing, for another name.
 func (k *Knobs) Set(name string, v int) bool {
-	switch name {
-	case "threads":
-		k.Threads = v
-	case "rows":
-		k.Rows = v
-	case "unroll":
-		k.Unroll = v
-	case "blocks":
-		k.BlocksPerSM = v
-	case "wordcols":
-		k.WordCols = v != 0
-	case "tilebytes":
-		k.TileBytes = v
-	case "loadlanes":
-		k.LoadLanes = v
-	case "storelanes":
-		k.StoreLanes = v
-	case "elemstore":
-		k.ElemStore = v != 0
-	default:
+	i := knobIndex(name)
+	if i < 0 {
 		return false
 	}
+	knobTable[i].set(k, v)
 	return true
 }
 

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,18 +96,17 @@ func sigLit(sig layout.Signature) jen.Code {
 	return jen.Qual(pathLayout, "Signature").Values(d)
 }
 
-// knobsLit is the Go expression of a gen.Knobs value.
+// knobsLit is the Go expression of a gen.Knobs value, every field
+// written, so that a field added to Knobs reaches the stubs without a
+// change here (the writer runs at go generate time: reflect costs nothing
+// in a user's program).
 func knobsLit(k gen.Knobs) jen.Code {
-	return jen.Qual(pathGen, "Knobs").Values(jen.Dict{
-		jen.Id("Threads"):     jen.Lit(k.Threads),
-		jen.Id("Rows"):        jen.Lit(k.Rows),
-		jen.Id("Unroll"):      jen.Lit(k.Unroll),
-		jen.Id("BlocksPerSM"): jen.Lit(k.BlocksPerSM),
-		jen.Id("WordCols"):    jen.Lit(k.WordCols),
-		jen.Id("TileBytes"):   jen.Lit(k.TileBytes),
-		jen.Id("LoadLanes"):   jen.Lit(k.LoadLanes),
-		jen.Id("StoreLanes"):  jen.Lit(k.StoreLanes),
-	})
+	d := jen.Dict{}
+	v := reflect.ValueOf(k)
+	for i := 0; i < v.NumField(); i++ {
+		d[jen.Id(v.Type().Field(i).Name)] = jen.Lit(v.Field(i).Interface())
+	}
+	return jen.Qual(pathGen, "Knobs").Values(d)
 }
 
 // Render writes the gofmt'd Go file of s to w. It fails, writing nothing, on

@@ -3,8 +3,10 @@ package writer
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -94,5 +96,29 @@ func TestSourceMatchesKnobs(t *testing.T) {
 	k := gen.KnobsFor(sig, 0)
 	if !strings.Contains(b.String(), "Threads:     128") || k.Threads != 128 {
 		t.Errorf("knobs %+v not in the file:\n%.2000s", k, b.String())
+	}
+}
+
+// TestKnobsLitAllFields: the stubs' knobs literal carries every field of
+// gen.Knobs, so a stub packs with the knobs its kernel was rendered with.
+func TestKnobsLitAllFields(t *testing.T) {
+	var k gen.Knobs
+	v := reflect.ValueOf(&k).Elem()
+	for i := 0; i < v.NumField(); i++ {
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int:
+			f.SetInt(int64(100 + i))
+		default:
+			t.Fatalf("Knobs.%s: kind %v not covered by this test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	src := fmt.Sprintf("%#v", knobsLit(k))
+	for i := 0; i < v.NumField(); i++ {
+		want := fmt.Sprintf("%s: %v", v.Type().Field(i).Name, v.Field(i).Interface())
+		if !strings.Contains(strings.Join(strings.Fields(src), " "), want) {
+			t.Errorf("%q not in the literal %s", want, src)
+		}
 	}
 }
