@@ -33,4 +33,7 @@ var (
 	ErrDType = errors.New("layout: bad dtype")
 	// ErrAlignment reports a pointer alignment that is not a power of two.
 	ErrAlignment = errors.New("layout: bad alignment")
+	// ErrOption reports a planner option out of its range (PlanOptions'
+	// TileBytes negative).
+	ErrOption = errors.New("layout: bad plan option")
 )

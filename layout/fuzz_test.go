@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var sentinels = []error{ErrShape, ErrStride, ErrItemsize, ErrAxis, ErrRange, ErrNotViewable, ErrOverlappingDst, ErrOverflow, ErrDType, ErrAlignment}
+var sentinels = []error{ErrShape, ErrStride, ErrItemsize, ErrAxis, ErrRange, ErrNotViewable, ErrOverlappingDst, ErrOverflow, ErrDType, ErrAlignment, ErrOption}
 
 // checkErr fails unless err wraps one of the package's sentinels.
 func checkErr(t *testing.T, what string, err error) {

@@ -68,7 +68,7 @@ const (
 //     unit-stride dim of such elements. Items of 3, 5, 6, 7 and 9..15
 //     bytes outside a contiguous run stay opaque elements.
 //  7. classify: the class, and its vector width or tile (below).
-//  8. indexWidth: 32-bit index arithmetic where every offset fits.
+//  8. fitsInt32: 32-bit index arithmetic where every offset fits.
 //
 // # Classes
 //
@@ -85,9 +85,9 @@ const (
 //     MaxBoxNDim dims.
 //   - ClassTile: a transposition whose dst fast dim (NDim-1, dst stride 1)
 //     and src fast dim Fast (src stride 1) both fill the tile kernel's tiles
-//     (TileEdges; at most an eighth of a tile wasted) and allow vectors of at
-//     least 8 bytes on both sides: the tiled kernel with vector accesses and
-//     register transposes.
+//     (TileEdges; at most a quarter of the tiled extent wasted on a partial
+//     last tile) and allow vectors of at least 8 bytes on both sides: the
+//     tiled kernel with vector accesses and register transposes.
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
@@ -177,7 +177,7 @@ func checkPair(dst, src Layout, opt PlanOptions) error {
 		return err
 	}
 	if opt.TileBytes < 0 {
-		return fmt.Errorf("%w: PlanOptions.TileBytes = %d is negative", ErrAlignment, opt.TileBytes)
+		return fmt.Errorf("%w: PlanOptions.TileBytes = %d is negative", ErrOption, opt.TileBytes)
 	}
 	if dst.itemsize != src.itemsize {
 		return fmt.Errorf("%w: dst itemsize %d differs from src itemsize %d", ErrItemsize, dst.itemsize, src.itemsize)

@@ -151,6 +151,7 @@ func TestPlanCopyErrors(t *testing.T) {
 		{"dst overlaps (strides 1,1)", n(layouttest.S64(3, 3), layouttest.S64(1, 1), 4), n(layouttest.S64(3, 3), nil, 4), layout.PlanOptions{}, layout.ErrOverlappingDst, []string{"dst"}},
 		{"dst alignment not a power of two", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{DstAlign: 3}, layout.ErrAlignment, []string{"DstAlign = 3"}},
 		{"src alignment negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{SrcAlign: -4}, layout.ErrAlignment, []string{"SrcAlign = -4"}},
+		{"tile bytes negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{TileBytes: -1}, layout.ErrOption, []string{"TileBytes = -1"}},
 		{"zero layouts", layout.Layout{}, layout.Layout{}, layout.PlanOptions{}, layout.ErrItemsize, []string{"itemsize 0"}},
 	}
 	for _, c := range cases {
