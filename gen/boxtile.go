@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/stridekit/stridekit/layout"
@@ -94,52 +93,26 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	}
 
 	clear(buf[:boxArgsSize(nd)])
-	le := binary.LittleEndian
-	o := 0
-	put64 := func(v int64) { le.PutUint64(buf[o:], uint64(v)); o += 8 }
-	put32 := func(v int64) { le.PutUint32(buf[o:], uint32(v)); o += 4 }
-	put64(ntiles)
-	put64(-p.SrcOffset)
-	put64(p.SrcSpan - p.SrcOffset)
-	put64(src.Step)
-	put64(dst.Step)
-	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, p.Tile, chunks[:nd]} {
-		for _, v := range a {
-			put64(v)
-		}
+	a := argWriter{b: buf}
+	a.i64s(ntiles, -p.SrcOffset, p.SrcSpan-p.SrcOffset, src.Step, dst.Step)
+	for _, s := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, p.Tile, chunks[:nd]} {
+		a.i64s(s...)
 	}
-	var shr [layout.MaxBoxNDim]uint32
-	for d := range nd {
-		var m uint64
-		m, shr[d] = Magic(sig, uint64(chunks[d]))
-		put64(int64(m))
-	}
-	for d := range nd {
-		put32(int64(shr[d]))
-	}
+	a.divisors(sig, chunks[:nd])
 	for _, s := range []*layout.BoxSide{&src, &dst} {
 		for i := range nd {
-			put32(int64(s.Order[i]))
+			a.i32(int64(s.Order[i]))
 		}
 	}
-	for d := range nd {
-		put32(w[d])
+	a.i32s(w[:nd]...)
+	a.i32s(int64(src.NDims), int64(src.NRun), int64(dst.NRun),
+		src.RunLen, src.Runs, dst.RunLen, dst.Runs, sl.S, nws, cprd, int64(lgs), int64(lgd), c0)
+	for _, rg := range [][layout.MaxRagged]int{rgs, rgd} {
+		for _, v := range rg {
+			a.i32(int64(v))
+		}
 	}
-	for _, v := range [13]int64{
-		int64(src.NDims), int64(src.NRun), int64(dst.NRun),
-		src.RunLen, src.Runs, dst.RunLen, dst.Runs, sl.S, nws, cprd, int64(lgs), int64(lgd), c0,
-	} {
-		put32(v)
-	}
-	for _, v := range rgs {
-		put32(int64(v))
-	}
-	for _, v := range rgd {
-		put32(int64(v))
-	}
-	for _, v := range [9]int64{int64(lasts), int64(lastd), sl.G, sl.H, sl.A, sl.B, sl.Cs, sl.Cd, int64(lgw)} {
-		put32(v)
-	}
+	a.i32s(int64(lasts), int64(lastd), sl.G, sl.H, sl.A, sl.B, sl.Cs, sl.Cd, int64(lgw))
 	g := min(ntiles, MaxGridX)
 	if smCount > 0 {
 		g = min(g, int64(smCount*k.BlocksPerSM))

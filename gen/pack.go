@@ -87,26 +87,53 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 	default:
 		return Launch{}, fmt.Errorf("%w: class %v has no kernel", ErrPlan, sig.Class)
 	}
-	le := binary.LittleEndian
-	o := 0
-	put := func(v uint64) { le.PutUint64(buf[o:], v); o += 8 }
-	for _, v := range n {
-		put(uint64(v))
-	}
+	w := argWriter{b: buf}
+	w.i64s(n[:]...)
 	for _, a := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, div[:nd]} {
-		for _, v := range a {
-			put(uint64(v))
-		}
+		w.i64s(a...)
 	}
-	var shr [MaxNDim]uint32
-	for k, d := range div[:nd] {
-		var m uint64
-		m, shr[k] = Magic(sig, uint64(d))
-		put(m)
-	}
-	for _, s := range shr[:nd] {
-		le.PutUint32(buf[o:], s)
-		o += 4
-	}
+	w.divisors(sig, div[:nd])
 	return l, nil
+}
+
+// argWriter writes a kernel's argument block: little-endian fields, one
+// after another, in the order of the kernel's struct A (whose alignment
+// the packers' layouts keep: 8-byte fields first, then 4-byte ones).
+type argWriter struct {
+	b []byte
+	o int
+}
+
+func (w *argWriter) i64(v int64) {
+	binary.LittleEndian.PutUint64(w.b[w.o:], uint64(v))
+	w.o += 8
+}
+
+func (w *argWriter) i32(v int64) {
+	binary.LittleEndian.PutUint32(w.b[w.o:], uint32(v))
+	w.o += 4
+}
+
+func (w *argWriter) i64s(vs ...int64) {
+	for _, v := range vs {
+		w.i64(v)
+	}
+}
+
+func (w *argWriter) i32s(vs ...int64) {
+	for _, v := range vs {
+		w.i32(v)
+	}
+}
+
+// divisors writes the fast-division multipliers of the divisors ds (Magic,
+// 8 bytes each), then their shifts (4 bytes each).
+func (w *argWriter) divisors(sig layout.Signature, ds []int64) {
+	var shr [max(MaxNDim, layout.MaxBoxNDim)]int64
+	for i, d := range ds {
+		m, s := Magic(sig, uint64(d))
+		w.i64(int64(m))
+		shr[i] = int64(s)
+	}
+	w.i32s(shr[:len(ds)]...)
 }
