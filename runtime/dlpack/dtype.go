@@ -101,11 +101,8 @@ func layoutOf(shape, strides []int64, d layout.DType, flags Flags) (layout.Layou
 	if flags&FlagIsSubbyteTypePadded != 0 {
 		return layout.New(shape, strides, 1)
 	}
-	// Report errors of shape and strides themselves as such, not as
-	// packing failures.
-	if _, err := layout.New(shape, strides, 1); err != nil {
-		return layout.Layout{}, err
-	}
+	// PackedLayout reports errors of shape and strides themselves as such
+	// (layout.New's), not as packing failures (ErrDType).
 	l, err := layout.PackedLayout(d, shape, strides)
 	if errors.Is(err, layout.ErrDType) {
 		return layout.Layout{}, fmt.Errorf("%w: %w", ErrSubByte, err)

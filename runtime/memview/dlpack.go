@@ -128,7 +128,7 @@ func FromDLPack(m *dlpack.DLManagedTensorVersioned, opts ...DLPackOption) (*Stri
 		return nil, fmt.Errorf("memview: FromDLPack: %w", err)
 	}
 	info := ImportInfo{Versioned: true, Version: m.Version, Device: d.Device, Flags: m.Flags}
-	return importTensor("FromDLPack", &d, empty(&m.DLTensor), tensorRef{versioned: m}, &info, opts)
+	return importTensor("FromDLPack", &d, tensorRef{versioned: m}, &info, opts)
 }
 
 // FromDLPackLegacy is FromDLPack for a legacy DLManagedTensor (DLPack
@@ -145,7 +145,7 @@ func FromDLPackLegacy(m *dlpack.DLManagedTensor, opts ...DLPackOption) (*Strided
 		return nil, fmt.Errorf("memview: FromDLPackLegacy: %w", err)
 	}
 	info := ImportInfo{Device: d.Device}
-	return importTensor("FromDLPackLegacy", &d, empty(&m.DLTensor), tensorRef{legacy: m}, &info, opts)
+	return importTensor("FromDLPackLegacy", &d, tensorRef{legacy: m}, &info, opts)
 }
 
 // FromDLTensor returns the view of a borrowed DLTensor: memory the caller
@@ -170,7 +170,7 @@ func FromDLTensor(t *dlpack.DLTensor, p dlpack.Producer, opts ...DLPackOption) (
 	if p.Versioned {
 		info.Version = p.Version
 	}
-	return importTensor("FromDLTensor", &d, empty(t), tensorRef{}, &info, opts)
+	return importTensor("FromDLTensor", &d, tensorRef{}, &info, opts)
 }
 
 // configOf applies opts to a fresh configuration. Importing with no options
@@ -207,24 +207,10 @@ func (r tensorRef) release() {
 	}
 }
 
-// empty reports whether a tensor that dlpack.Import accepted has no
-// elements (an extent 0).
-func empty(t *dlpack.DLTensor) bool {
-	if t.NDim <= 0 {
-		return false
-	}
-	for _, e := range unsafe.Slice(t.Shape, t.NDim) {
-		if e == 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// importTensor makes the view of an imported tensor d, which has no
-// elements when noElems is set. With no options it takes the shortest way.
-func importTensor(fn string, d *dlpack.Desc, noElems bool, ref tensorRef, info *ImportInfo, opts []DLPackOption) (*StridedMemoryView, error) {
-	kind, dev, err := placeOf(d, noElems)
+// importTensor makes the view of an imported tensor d. With no options it
+// takes the shortest way.
+func importTensor(fn string, d *dlpack.Desc, ref tensorRef, info *ImportInfo, opts []DLPackOption) (*StridedMemoryView, error) {
+	kind, dev, err := placeOf(d)
 	if err != nil {
 		return nil, fmt.Errorf("memview: %s: %w", fn, err)
 	}
@@ -234,7 +220,7 @@ func importTensor(fn string, d *dlpack.Desc, noElems bool, ref tensorRef, info *
 			return nil, fmt.Errorf("memview: %s of a %v tensor: %w", fn, d.Device.DeviceType, err)
 		}
 		if cfg.host && (kind == cuda.MemoryDevice || kind == cuda.MemoryManaged) {
-			v, err := importHostCopy(d, noElems, kind, dev, &cfg, info)
+			v, err := importHostCopy(d, kind, dev, &cfg, info)
 			if err != nil {
 				return nil, fmt.Errorf("memview: %s to host: %w", fn, err)
 			}
@@ -250,12 +236,12 @@ func importTensor(fn string, d *dlpack.Desc, noElems bool, ref tensorRef, info *
 	}
 	if !ref.owned() {
 		v := new(StridedMemoryView)
-		v.initDLPack(d, noElems, kind, dev)
+		v.initDLPack(d, kind, dev)
 		return v, nil
 	}
 	t := new(dlpackView)
 	t.ref = ref
-	t.v.initDLPack(d, noElems, kind, dev)
+	t.v.initDLPack(d, kind, dev)
 	t.refs.Store(1)
 	r := releasers.Get().(*releaser)
 	r.target = t
@@ -266,7 +252,7 @@ func importTensor(fn string, d *dlpack.Desc, noElems bool, ref tensorRef, info *
 
 // placeOf returns the memory kind and device of an imported tensor (see
 // FromDLPack).
-func placeOf(d *dlpack.Desc, noElems bool) (cuda.MemoryKind, *cuda.Device, error) {
+func placeOf(d *dlpack.Desc) (cuda.MemoryKind, *cuda.Device, error) {
 	switch d.Device.DeviceType {
 	case dlpack.KDLCUDA, dlpack.KDLCUDAManaged:
 		kind := cuda.MemoryDevice
@@ -294,14 +280,12 @@ func placeOf(d *dlpack.Desc, noElems bool) (cuda.MemoryKind, *cuda.Device, error
 // groups or padded elements, as checkDType accepts) and checked that these
 // addresses do not wrap. It sets the fields one by one: v is on the hot
 // path, and a struct assignment would copy it whole.
-func (v *StridedMemoryView) initDLPack(d *dlpack.Desc, noElems bool, kind cuda.MemoryKind, dev *cuda.Device) {
+func (v *StridedMemoryView) initDLPack(d *dlpack.Desc, kind cuda.MemoryKind, dev *cuda.Device) {
 	l := &d.Layout
 	item := int64(l.Itemsize())
 	v.ptr = d.Ptr
 	v.low = d.Ptr - uintptr(-l.MinOffset()*item)
-	if !noElems {
-		v.span = (l.MaxOffset() - l.MinOffset() + 1) * item
-	}
+	v.span = l.RequiredSizeInBytes() // 0 without elements
 	v.l, v.dt = d.Layout, d.DType
 	v.kind, v.dev = kind, dev
 	v.lo, v.hi = v.low, v.low+uintptr(v.span)
@@ -328,9 +312,9 @@ func checkImportStreams(cfg *dlpackConfig, kind cuda.MemoryKind, dev *cuda.Devic
 
 // importHostCopy copies an imported device tensor into new Go memory and
 // returns the view of the copy.
-func importHostCopy(d *dlpack.Desc, noElems bool, kind cuda.MemoryKind, dev *cuda.Device, cfg *dlpackConfig, info *ImportInfo) (*StridedMemoryView, error) {
+func importHostCopy(d *dlpack.Desc, kind cuda.MemoryKind, dev *cuda.Device, cfg *dlpackConfig, info *ImportInfo) (*StridedMemoryView, error) {
 	var src StridedMemoryView
-	src.initDLPack(d, noElems, kind, dev)
+	src.initDLPack(d, kind, dev)
 	s := cfg.stream
 	if s == nil {
 		s = cfg.producer
