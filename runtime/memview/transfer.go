@@ -2,6 +2,7 @@ package memview
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -33,19 +34,9 @@ const StageBytes = 8 << 20
 // compact returns the compact form of l (see above).
 func compact(l layout.Layout) (layout.Layout, error) {
 	shape, st := l.Shape(), l.Strides()
-	n := len(shape)
-	ord := make([]int, 0, n)
-	for k := n - 1; k >= 0; k-- { // by |stride| ascending, later dims first among equals
-		a := abs(st[k])
-		i := len(ord)
-		ord = append(ord, k)
-		for i > 0 && abs(st[ord[i-1]]) > a {
-			ord[i] = ord[i-1]
-			i--
-		}
-		ord[i] = k
-	}
-	out := make([]int64, n)
+	ord := l.StrideOrder() // by |stride| descending, earlier dims first among equals
+	slices.Reverse(ord)    // ascending, later dims first among equals
+	out := make([]int64, len(shape))
 	acc := int64(1)
 	for _, k := range ord {
 		switch {
