@@ -326,10 +326,6 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.R, true
 	case "XU":
 		return d.XU, true
-	case "RowsThreads":
-		return d.RowsThreads, true
-	case "ContigThreads":
-		return d.ContigThreads, true
 	case "ContigUnroll":
 		return d.ContigUnroll, true
 	case "KE":

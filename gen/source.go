@@ -28,15 +28,15 @@ type kernelData struct {
 	Idx     string // signed index type
 	UIdx    string // unsigned index type
 	HasSrc  bool   // the kernel reads src per element (not fill)
-	NT      int    // threads per block (tile, btile)
+	NT      int    // threads per block
 
 	// ClassTile
 	TR, TC, SWM int
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	// rows kernels (elem, bcast, fill)
-	R, XU, RowsThreads int
+	R, XU int
 	// ClassContiguous
-	ContigThreads, ContigUnroll int
+	ContigUnroll int
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
 	ElemStore bool         // btile: dst runs written one element per thread
@@ -115,8 +115,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		ND: int(sig.NDim), Fast: int(sig.Fast), S: s, Vec: v, VB: vb,
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
 		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill, NT: k.Threads,
-		R: rowsPerThread(sig, k), XU: colsPerThread(sig), RowsThreads: k.Threads,
-		ContigThreads: k.Threads, ContigUnroll: k.Unroll,
+		R: rowsPerThread(sig, k), XU: colsPerThread(sig), ContigUnroll: k.Unroll,
 	}
 	d.NS = "ns_" + d.Name
 	d.Align = min(d.Align, 16)
