@@ -80,17 +80,16 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 	if len(opts) > 0 {
 		cfg = applyOptions(opts) // apart, so that cfg stays on the stack
 	}
-	dd, sd := v.onDevice(), src.onDevice()
-	var err error
+	path, err := route(v, src)
 	switch {
-	case !dd && !sd:
+	case err != nil:
+	case path == PathHost:
 		err = hostToHost(v, src, s)
-	case dd && sd && v.dev != src.dev:
-		// Peer copies between devices go here.
-		err = fmt.Errorf("%w: %v and %v", ErrDevice, v.dev, src.dev)
-	case dd && sd:
+	case path == PathSelf:
+		err = checkStream(s, v.dev)
+	case path == PathDevice:
 		err = deviceToDevice(v, src, s, cfg)
-	case dd:
+	case path == PathHostToDevice:
 		err = hostToDevice(v, src, s, cfg)
 	default:
 		err = deviceToHost(v, src, s, cfg)
@@ -117,6 +116,26 @@ func (v *StridedMemoryView) CopyTo(dst *StridedMemoryView, s *cuda.Stream, opts 
 		return fmt.Errorf("%w: CopyTo a nil view", ErrNilView)
 	}
 	return dst.CopyFrom(v, s, opts...)
+}
+
+// route returns the path of a copy from src into dst, by where the two
+// views live: the one rule CopyFrom and Explain share.
+func route(dst, src *StridedMemoryView) (Path, error) {
+	dd, sd := dst.onDevice(), src.onDevice()
+	switch {
+	case !dd && !sd:
+		return PathHost, nil
+	case dd && sd && dst.dev != src.dev:
+		// Peer copies between devices go here.
+		return 0, fmt.Errorf("%w: %v and %v", ErrDevice, dst.dev, src.dev)
+	case dd && sd && dst.ptr == src.ptr && dst.l.Equal(src.l):
+		return PathSelf, nil
+	case dd && sd:
+		return PathDevice, nil
+	case dd:
+		return PathHostToDevice, nil
+	}
+	return PathDeviceToHost, nil
 }
 
 // onDevice reports whether the view's memory is served by device kernels:
@@ -168,9 +187,6 @@ func deviceToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig)
 	dev := dst.dev
 	if err := checkStream(s, dev); err != nil {
 		return err
-	}
-	if dst.ptr == src.ptr && dst.l.Equal(src.l) {
-		return nil // a view onto itself
 	}
 	p := planPool.Get().(*layout.Plan)
 	defer planPool.Put(p)

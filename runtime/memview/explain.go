@@ -71,21 +71,17 @@ func (v *StridedMemoryView) Explain(src *StridedMemoryView) (CopyPlan, error) {
 	if err := checkCopy(v, src); err != nil {
 		return cp, err
 	}
-	dd, sd := v.onDevice(), src.onDevice()
-	var err error
+	path, err := route(v, src)
+	cp.Path = path
 	switch {
-	case !dd && !sd:
-		cp.Path = PathHost
+	case err != nil:
+	case path == PathSelf:
+		return cp, nil
+	case path == PathHost:
 		cp.DstAlign, cp.SrcAlign = kernels.PtrAlign(v.low), kernels.PtrAlign(src.low)
 		err = layout.PlanCopyInto(&cp.Plan, v.l, src.l, layout.PlanOptions{DstAlign: cp.DstAlign, SrcAlign: cp.SrcAlign})
-	case dd && sd && v.dev != src.dev:
-		err = fmt.Errorf("%w: %v and %v", ErrDevice, v.dev, src.dev)
-	case dd && sd:
-		if v.ptr == src.ptr && v.l.Equal(src.l) {
-			cp.Path = PathSelf
-			return cp, nil
-		}
-		cp.Path, cp.Snapshot = PathDevice, overlaps(v, src)
+	case path == PathDevice:
+		cp.Snapshot = overlaps(v, src)
 		srcLow := cuda.DevicePtr(src.low)
 		if cp.Snapshot {
 			srcLow = 256
@@ -93,15 +89,13 @@ func (v *StridedMemoryView) Explain(src *StridedMemoryView) (CopyPlan, error) {
 		opt := kernels.PlanOptions(v.dev, cuda.DevicePtr(v.low), srcLow, v.l.Itemsize())
 		cp.DstAlign, cp.SrcAlign = opt.DstAlign, opt.SrcAlign
 		err = layout.PlanCopyInto(&cp.Plan, v.l, src.l, opt)
-	case dd:
+	case path == PathHostToDevice:
 		var h hostPlan
-		cp.Path = PathHostToDevice
 		h, err = planHostToDevice(v, src, &cp.Plan)
 		cp.Staged, cp.Temporary = !h.oneDMA, !h.toView
 		cp.DstAlign, cp.SrcAlign = kernels.PtrAlign(v.low), 16
 	default:
 		var h hostPlan
-		cp.Path = PathDeviceToHost
 		h, err = planDeviceToHost(v, src, &cp.Plan)
 		cp.Staged, cp.Temporary = !h.oneDMA, !h.toView
 		cp.DstAlign, cp.SrcAlign = 16, kernels.PtrAlign(src.low)

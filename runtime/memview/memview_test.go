@@ -133,6 +133,7 @@ func TestCopyErrors(t *testing.T) {
 		{"two devices", dev(d0, 0x10000), dev(d1, 0x20000), nil, ErrDevice},
 		{"nil stream for device memory", dev(d0, 0x10000), dev(d0, 0x20000), nil, ErrNilStream},
 		{"nil stream host to device", dev(d0, 0x10000), host(), nil, ErrNilStream},
+		{"nil stream for a device view onto itself", dev(d0, 0x10000), dev(d0, 0x10000), nil, ErrNilStream},
 		{"closed src", host(), closed, nil, ErrClosed},
 		{"closed dst", closed, host(), nil, ErrClosed},
 	}
