@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
@@ -291,7 +292,7 @@ func newResult(p prepared, opt func(*built) layout.PlanOptions) *result {
 	r.SrcLayout, r.DstLayout = b.Src.String(), b.Dst.String()
 	r.Bytes = b.Moved
 	r.Small = b.Moved <= smallBytes
-	po := layout.PlanOptions{DstAlign: startAlign(b.DstStart), SrcAlign: startAlign(b.SrcStart)}
+	po := layout.PlanOptions{DstAlign: kernels.PtrAlign(uintptr(b.DstStart)), SrcAlign: kernels.PtrAlign(uintptr(b.SrcStart))}
 	if opt != nil {
 		po = opt(b)
 	}
@@ -308,17 +309,6 @@ func newResult(p prepared, opt func(*built) layout.PlanOptions) *result {
 	r.SrcSectors, r.DstSectors = sectors(b)
 	r.RoofBytes = sectorBytes * (r.SrcSectors + r.DstSectors)
 	return r
-}
-
-// startAlign returns the alignment of a view buffer that starts off bytes
-// into a bufAlign-aligned array (at most layout.MaxVectorBytes, which is
-// all PlanCopy looks at).
-func startAlign(off int64) int {
-	a := int64(layout.MaxVectorBytes)
-	for a > 1 && off%a != 0 {
-		a /= 2
-	}
-	return int(a)
 }
 
 // runCases runs the prepared cases on be and returns one result each, in

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/stridekit/stridekit/kernels"
 )
 
 func TestMedian(t *testing.T) {
@@ -76,8 +78,8 @@ func TestFillTimes(t *testing.T) {
 
 func TestStartAlign(t *testing.T) {
 	for _, tc := range [][2]int64{{0, 16}, {256, 16}, {4, 4}, {6, 2}, {3, 1}, {24, 8}} {
-		if got := startAlign(tc[0]); int64(got) != tc[1] {
-			t.Errorf("startAlign(%d) = %d, want %d", tc[0], got, tc[1])
+		if got := kernels.PtrAlign(uintptr(tc[0])); int64(got) != tc[1] {
+			t.Errorf("kernels.PtrAlign(%d) = %d, want %d", tc[0], got, tc[1])
 		}
 	}
 }

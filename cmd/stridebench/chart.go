@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
@@ -49,7 +50,7 @@ func chartCases(rs []*result) ([]*result, string) {
 		}
 	}
 	slices.SortStableFunc(random, func(a, b *result) int {
-		return cmpFloat(pctOrZero(a), pctOrZero(b))
+		return cmp.Compare(pctOrZero(a), pctOrZero(b))
 	})
 	keep := min(len(random), chartSlowestRand, max(0, maxChartCases-len(named)))
 	out := append(named[:min(len(named), maxChartCases)], random[:keep]...)
@@ -61,16 +62,6 @@ func pctOrZero(r *result) float64 {
 		return 0
 	}
 	return r.PctMemcpy
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // writeChart draws the results into path (.png or .svg).

@@ -15,11 +15,12 @@ import (
 // This file is the one place where the harness reaches into stridekit's
 // copy: it times what users call, runtime/memview. For each pair of arrays
 // it makes the two views once (memview.FromBuffer over the whole
-// allocation, then ViewAt at each view's index 0), asks Explain how the copy
-// runs (the signature reported is Explain's), and times dst.CopyFrom(src,
-// stream). -device cpu does the same with host views (memview.FromHost), so
-// CopyFrom takes its host path (runtime/hostcopy). bareLaunch builds the
-// driver-floor launch of the same plan.
+// allocation, then ViewAt at each view's index 0) and times
+// dst.CopyFrom(src, stream); for the first pair it also asks Explain how the
+// copy runs (the signature reported is Explain's). -device cpu does the
+// same with host views (memview.FromHost), so CopyFrom takes its host path
+// (runtime/hostcopy). bareLaunch builds the driver-floor launch of the same
+// plan.
 
 // preparedCopy is the stridekit copy of one pair of views, ready to time.
 type preparedCopy struct {
@@ -36,28 +37,42 @@ func bytesLayout(n int64) (layout.Layout, error) {
 	return layout.Dense([]int64{n}, 1, layout.C)
 }
 
-// prepareViews places the dst and src views of a case in whole-array views:
+// placeViews places the dst and src views of a case in whole-array views:
 // index 0 of the dst view dstAt bytes from the start of dstWhole, that of
 // the src view srcAt bytes from the start of srcWhole (the two may be the
-// same view). It returns the copy and its Explain.
+// same view).
+func placeViews(dstWhole *memview.StridedMemoryView, dstAt int64, dl layout.Layout,
+	srcWhole *memview.StridedMemoryView, srcAt int64, sl layout.Layout, dt layout.DType) (dst, src *memview.StridedMemoryView, err error) {
+	dst, err = dstWhole.ViewAt(dstAt, dl, dt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dst view: %w", err)
+	}
+	src, err = srcWhole.ViewAt(srcAt, sl, dt)
+	if err != nil {
+		return nil, nil, fmt.Errorf("src view: %w", err)
+	}
+	return dst, src, nil
+}
+
+// copyFunc returns the copy of the src view into the dst view, queued on a
+// stream (nil for host views).
+func copyFunc(dst, src *memview.StridedMemoryView) func(st *cuda.Stream) error {
+	return func(st *cuda.Stream) error { return dst.CopyFrom(src, st) }
+}
+
+// prepareViews places the views as placeViews does and returns the copy
+// and its Explain.
 func prepareViews(dstWhole *memview.StridedMemoryView, dstAt int64, dl layout.Layout,
 	srcWhole *memview.StridedMemoryView, srcAt int64, sl layout.Layout, dt layout.DType) (preparedCopy, error) {
-	dst, err := dstWhole.ViewAt(dstAt, dl, dt)
+	dst, src, err := placeViews(dstWhole, dstAt, dl, srcWhole, srcAt, sl, dt)
 	if err != nil {
-		return preparedCopy{}, fmt.Errorf("dst view: %w", err)
-	}
-	src, err := srcWhole.ViewAt(srcAt, sl, dt)
-	if err != nil {
-		return preparedCopy{}, fmt.Errorf("src view: %w", err)
+		return preparedCopy{}, err
 	}
 	cp, err := dst.Explain(src)
 	if err != nil {
 		return preparedCopy{}, err
 	}
-	return preparedCopy{
-		run:  func(st *cuda.Stream) error { return dst.CopyFrom(src, st) },
-		plan: cp,
-	}, nil
+	return preparedCopy{run: copyFunc(dst, src), plan: cp}, nil
 }
 
 // deviceViews returns the view of all of buf as bytes, in which the
@@ -85,12 +100,6 @@ func lowest(p cuda.DevicePtr, l layout.Layout) cuda.DevicePtr {
 	return p + cuda.DevicePtr(l.MinOffset()*int64(l.Itemsize()))
 }
 
-// copyPlanOptions returns the planner options memview uses on dev for
-// views whose lowest bytes are dst and src (only their alignment matters).
-func copyPlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) layout.PlanOptions {
-	return kernels.PlanOptions(dev, dst, src, itemsize)
-}
-
 // bareLaunch returns one bare launch of the copy of the src view into the
 // dst view (index-0 pointers) on st: the plan made, the kernel loaded and its
 // argument block packed once, so each call is one cuLaunchKernel (or one
@@ -99,7 +108,7 @@ func copyPlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) la
 // stub) is launched through its stub instead, with the plan made once.
 func bareLaunch(dev *cuda.Device, dst cuda.DevicePtr, dl layout.Layout, src cuda.DevicePtr, sl layout.Layout, st *cuda.Stream) (func() error, error) {
 	d, s := lowest(dst, dl), lowest(src, sl)
-	p, err := layout.PlanCopy(dl, sl, copyPlanOptions(dev, d, s, dl.Itemsize()))
+	p, err := layout.PlanCopy(dl, sl, kernels.PlanOptions(dev, d, s, dl.Itemsize()))
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/memview"
 )
@@ -42,7 +43,7 @@ func (c *cpuBackend) close() error { return nil }
 // aligned to bufAlign, as hostcopy.Copy finds them in Go's large
 // allocations.
 func (c *cpuBackend) planOptions(b *built) layout.PlanOptions {
-	return layout.PlanOptions{DstAlign: startAlign(b.DstStart), SrcAlign: startAlign(b.SrcStart)}
+	return layout.PlanOptions{DstAlign: kernels.PtrAlign(uintptr(b.DstStart)), SrcAlign: kernels.PtrAlign(uintptr(b.SrcStart))}
 }
 
 func (c *cpuBackend) setup(b *built) (instance, error) {

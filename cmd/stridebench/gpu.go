@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/memview"
@@ -72,7 +73,7 @@ func (g *gpuBackend) info() deviceInfo { return g.inf }
 // planOptions are those memview plans with for views whose lowest bytes lie
 // b.DstStart and b.SrcStart bytes into bufAlign-aligned arrays.
 func (g *gpuBackend) planOptions(b *built) layout.PlanOptions {
-	return copyPlanOptions(g.dev, cuda.DevicePtr(bufAlign+b.DstStart), cuda.DevicePtr(bufAlign+b.SrcStart), b.Item)
+	return kernels.PlanOptions(g.dev, cuda.DevicePtr(bufAlign+b.DstStart), cuda.DevicePtr(bufAlign+b.SrcStart), b.Item)
 }
 
 func (g *gpuBackend) close() error {
@@ -126,16 +127,25 @@ func (g *gpuBackend) setup(b *built) (instance, error) {
 	for i := range n {
 		s := int64(i)*in.pairBytes + b.SrcOff*int64(b.Item) // index 0 of each view, from buf's start
 		d := int64(i)*in.pairBytes + srcRegion + b.DstOff*int64(b.Item)
-		pc, err := prepareViews(whole, d, b.Dst, whole, s, b.Src, b.Case.DType)
+		if i == 0 {
+			// Only pair 0's copy is explained: the pairs differ by whole
+			// bufAlign multiples, so their plans are the same.
+			pc, err := prepareViews(whole, d, b.Dst, whole, s, b.Src, b.Case.DType)
+			if err != nil {
+				in.close()
+				return nil, err
+			}
+			in.copies[i] = pc.run
+			in.dst0, in.src0 = buf.Ptr()+cuda.DevicePtr(d), buf.Ptr()+cuda.DevicePtr(s)
+			in.plan = pc.plan
+			continue
+		}
+		dst, src, err := placeViews(whole, d, b.Dst, whole, s, b.Src, b.Case.DType)
 		if err != nil {
 			in.close()
 			return nil, err
 		}
-		in.copies[i] = pc.run
-		if i == 0 {
-			in.dst0, in.src0 = buf.Ptr()+cuda.DevicePtr(d), buf.Ptr()+cuda.DevicePtr(s)
-			in.plan = pc.plan
-		}
+		in.copies[i] = copyFunc(dst, src)
 	}
 	return in, nil
 }

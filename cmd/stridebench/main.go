@@ -233,6 +233,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -245,6 +246,74 @@ func main() {
 
 // errUsage marks a command-line error (exit status 2).
 var errUsage = errors.New("usage")
+
+// usageErr returns a command-line error: errUsage with the message.
+func usageErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// newFlagSet returns the flag set of a subcommand: errors and -h go to
+// stderr, and its usage is head, the flags' defaults, then tail.
+func newFlagSet(name string, stderr io.Writer, head, tail string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), head)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), tail)
+	}
+	return fs
+}
+
+// parseArgs parses args with fs. It returns flag.ErrHelp as it is for -h,
+// and an errUsage error for a bad flag or an argument left over.
+func parseArgs(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
+}
+
+// flagsStatus ends a subcommand whose flags did not parse: for err from
+// parseArgs, it prints any error but -h's on stderr after prefix and
+// returns stop with the exit status (0 for -h, 2 for bad usage).
+func flagsStatus(stderr io.Writer, prefix string, err error) (status int, stop bool) {
+	switch {
+	case err == nil:
+		return 0, false
+	case errors.Is(err, flag.ErrHelp):
+		return 0, true
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", prefix, err)
+		return 2, true
+	}
+}
+
+// parseDevice reads -device: gpu or gpu:N (device ordinal N), and cpu when
+// allowCPU; device is "gpu" or "cpu". Without allowCPU the error says that
+// tuning needs a GPU.
+func parseDevice(s string, allowCPU bool) (device string, ordinal int, err error) {
+	switch {
+	case s == "gpu" || s == "cpu" && allowCPU:
+		return s, 0, nil
+	case strings.HasPrefix(s, "gpu:"):
+		n, err := strconv.Atoi(s[4:])
+		if err != nil || n < 0 {
+			return "", 0, usageErr("-device %q: the ordinal must be a non-negative integer", s)
+		}
+		return "gpu", n, nil
+	case allowCPU:
+		return "", 0, usageErr("-device %q: want gpu, gpu:N or cpu", s)
+	default:
+		return "", 0, usageErr("-device %q: want gpu or gpu:N (tuning needs a GPU)", s)
+	}
+}
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
@@ -410,13 +479,7 @@ Exit status: 0 all cases passed, 1 a case or a run failed, 2 bad usage.
 // parseRunFlags reads the flags of "stridebench run".
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{randomBytes: randDefaultBytes}
-	fs := flag.NewFlagSet("stridebench run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), helpHead)
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), helpTail)
-	}
+	fs := newFlagSet("stridebench run", stderr, helpHead, helpTail)
 	fs.StringVar(&f.suite, "suite", defaultSuite, "suite `file` of named cases; with -random and no -suite, only random cases run")
 	caseRE := fs.String("case", "", "run only the cases whose name matches this `regexp`")
 	fs.IntVar(&f.random, "random", 0, "add `N` random cases")
@@ -438,17 +501,8 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.IntVar(&f.slowest, "slowest", 10, "list the `N` slowest random cases")
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.list, "list", false, "print the cases (after -random, -shrink and -case) and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	bad := func(format string, a ...any) (*runFlags, error) {
-		return nil, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		if fl.Name == "suite" {
@@ -457,56 +511,44 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	})
 	var err error
 	if f.caseRE, err = regexp.Compile(*caseRE); err != nil {
-		return bad("-case %q: %v", *caseRE, err)
+		return nil, usageErr("-case %q: %v", *caseRE, err)
 	}
-	switch {
-	case f.device == "gpu" || f.device == "cpu":
-	case strings.HasPrefix(f.device, "gpu:"):
-		n, err := strconv.Atoi(f.device[4:])
-		if err != nil || n < 0 {
-			return bad("-device %q: the ordinal must be a non-negative integer", f.device)
-		}
-		f.device, f.ordinal = "gpu", n
-	default:
-		return bad("-device %q: want gpu, gpu:N or cpu", f.device)
+	if f.device, f.ordinal, err = parseDevice(f.device, true); err != nil {
+		return nil, err
 	}
 	if f.reps < minReps {
-		return bad("-reps %d: must be at least %d", f.reps, minReps)
+		return nil, usageErr("-reps %d: must be at least %d", f.reps, minReps)
 	}
 	if f.warmup < 1 {
-		return bad("-warmup %d: must be at least 1", f.warmup)
+		return nil, usageErr("-warmup %d: must be at least 1", f.warmup)
 	}
 	if f.latency < 0 {
-		return bad("-latency-iters %d: must not be negative", f.latency)
+		return nil, usageErr("-latency-iters %d: must not be negative", f.latency)
 	}
 	if f.random < 0 {
-		return bad("-random %d: must not be negative", f.random)
+		return nil, usageErr("-random %d: must not be negative", f.random)
 	}
 	if f.random > 0 && f.randomBytes < 1 {
-		return bad("-random-bytes %d: must be positive", f.randomBytes)
+		return nil, usageErr("-random-bytes %d: must be positive", f.randomBytes)
 	}
 	if f.slowest < 0 {
-		return bad("-slowest %d: must not be negative", f.slowest)
+		return nil, usageErr("-slowest %d: must not be negative", f.slowest)
 	}
 	if f.chartPath != "" && !chartExt(f.chartPath) {
-		return bad("-chart %q: the file name must end in .png or .svg", f.chartPath)
+		return nil, usageErr("-chart %q: the file name must end in .png or .svg", f.chartPath)
 	}
 	for _, n := range strings.Split(*frameworks, ",") {
 		n = strings.TrimSpace(n)
 		if n == "" {
 			continue
 		}
-		known := false
-		for _, k := range peerNames {
-			known = known || n == k
-		}
-		if !known {
-			return bad("-frameworks: unknown framework %q (want a subset of %s)", n, strings.Join(peerNames, ","))
+		if !slices.Contains(peerNames, n) {
+			return nil, usageErr("-frameworks: unknown framework %q (want a subset of %s)", n, strings.Join(peerNames, ","))
 		}
 		f.frameworks = append(f.frameworks, n)
 	}
 	if f.compare && len(f.frameworks) == 0 {
-		return bad("-frameworks: empty list with -compare")
+		return nil, usageErr("-frameworks: empty list with -compare")
 	}
 	if f.device == "cpu" {
 		shrinkSet := false
@@ -564,12 +606,8 @@ func randomTarget(f *runFlags) int64 {
 // runCmd is "stridebench run".
 func runCmd(args []string, stdout, stderr io.Writer) int {
 	f, err := parseRunFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "stridebench: %v\n", err)
-		return 2
+	if status, stop := flagsStatus(stderr, "stridebench", err); stop {
+		return status
 	}
 	cases, random, err := collectCases(f)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/stridekit/stridekit/layout"
 )
@@ -219,13 +220,7 @@ func runPeers(ctx context.Context, opt peerOptions, ps []prepared, results []*re
 			return nil, err
 		}
 	}
-	fw := ""
-	for i, n := range opt.Frameworks {
-		if i > 0 {
-			fw += ","
-		}
-		fw += n
-	}
+	fw := strings.Join(opt.Frameworks, ",")
 	cmd := exec.CommandContext(ctx, opt.Python, script,
 		"--cases", casesPath,
 		"--reps", strconv.Itoa(opt.Reps),

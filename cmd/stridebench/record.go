@@ -1,9 +1,8 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -58,12 +57,7 @@ Flags:
 // parseReportFlags reads the flags of "stridebench report".
 func parseReportFlags(args []string, stderr io.Writer) (*reportFlags, error) {
 	f := &reportFlags{}
-	fs := flag.NewFlagSet("stridebench report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), reportHelpHead)
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("stridebench report", stderr, reportHelpHead, "")
 	fs.StringVar(&f.json1, "json", "", "`file` written by 'stridebench run -json' (the named suite, or any run)")
 	fs.StringVar(&f.json2, "json2", "", "a second run's JSON `file` (the random sweep)")
 	fs.StringVar(&f.smi, "smi", "", "a `file` of nvidia-smi output to include")
@@ -72,30 +66,22 @@ func parseReportFlags(args []string, stderr io.Writer) (*reportFlags, error) {
 	fs.StringVar(&f.chart, "chart", "", "chart `file` (.png or .svg; default: -o's name with .png)")
 	fs.BoolVar(&f.noChart, "no-chart", false, "write no chart")
 	fs.Float64Var(&f.shortOf, "short-of", defaultShortOf, "list the cases under this `percent` of their reference")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	bad := func(format string, a ...any) (*reportFlags, error) {
-		return nil, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return bad("unexpected argument %q", fs.Arg(0))
 	case f.json1 == "":
-		return bad("-json: no run given")
+		return nil, usageErr("-json: no run given")
 	case f.out == "":
-		return bad("-o: empty file name")
+		return nil, usageErr("-o: empty file name")
 	case f.shortOf <= 0:
-		return bad("-short-of %v: must be positive", f.shortOf)
+		return nil, usageErr("-short-of %v: must be positive", f.shortOf)
 	}
 	if f.chart == "" {
 		f.chart = strings.TrimSuffix(f.out, filepath.Ext(f.out)) + ".png"
 	}
 	if !f.noChart && !chartExt(f.chart) {
-		return bad("-chart %q: the file name must end in .png or .svg", f.chart)
+		return nil, usageErr("-chart %q: the file name must end in .png or .svg", f.chart)
 	}
 	return f, nil
 }
@@ -119,12 +105,8 @@ func readReport(path string) (*report, error) {
 // reportCmd is "stridebench report".
 func reportCmd(args []string, stdout, stderr io.Writer) int {
 	f, err := parseReportFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "stridebench report: %v\n", err)
-		return 2
+	if status, stop := flagsStatus(stderr, "stridebench report", err); stop {
+		return status
 	}
 	rec := &record{shortOf: f.shortOf}
 	if rec.main, err = readReport(f.json1); err != nil {
@@ -496,7 +478,7 @@ func (rec *record) shortCases() []*result {
 	slices.SortStableFunc(out, func(a, b *result) int {
 		pa, _ := reference(a)
 		pb, _ := reference(b)
-		return cmpFloat(pa, pb)
+		return cmp.Compare(pa, pb)
 	})
 	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -95,13 +96,7 @@ func summarizeRandom(rs []*result, slowest int) *randomSummary {
 	s.MinPct, s.P10Pct, s.MedianPct = percentile(pct, 0), percentile(pct, 10), median(pct)
 	s.MinRoof, s.P10Roof, s.MedianRoof = percentile(roof, 0), percentile(roof, 10), median(roof)
 	slices.SortStableFunc(ok, func(a, b *result) int {
-		switch {
-		case a.PctMemcpy < b.PctMemcpy:
-			return -1
-		case a.PctMemcpy > b.PctMemcpy:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.PctMemcpy, b.PctMemcpy)
 	})
 	for _, r := range ok[:min(slowest, len(ok))] {
 		s.Slowest = append(s.Slowest, slowEntry{r.Name, r.PctMemcpy, r.PctRoofline, r.Signature, r.Case})

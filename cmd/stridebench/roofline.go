@@ -14,15 +14,6 @@ import (
 // traffic on NVIDIA GPUs).
 const sectorBytes = 32
 
-// rooflineBytes returns the bytes DRAM must move for the copy of b: 32 times
-// the number of distinct sectors the src view touches plus those the dst
-// view touches. Arrays start bufAlign-aligned, so sector boundaries are
-// known.
-func rooflineBytes(b *built) int64 {
-	src, dst := sectors(b)
-	return sectorBytes * (src + dst)
-}
-
 // sectors returns the number of distinct 32-byte sectors the src view and
 // the dst view of b touch.
 func sectors(b *built) (src, dst int64) {

@@ -110,3 +110,12 @@ func TestBitmap(t *testing.T) {
 		}
 	}
 }
+
+// rooflineBytes returns the bytes DRAM must move for the copy of b: 32 times
+// the number of distinct sectors the src view touches plus those the dst
+// view touches. Arrays start bufAlign-aligned, so sector boundaries are
+// known.
+func rooflineBytes(b *built) int64 {
+	src, dst := sectors(b)
+	return sectorBytes * (src + dst)
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/kernels"
 )
 
 // This file is "stridebench tune": it sweeps the launch knobs of each
@@ -41,7 +41,6 @@ type tuneFlags struct {
 	reps     int
 	warmup   int
 	rounds   int
-	family   *regexp.Regexp
 	list     bool
 	quiet    bool
 	families []*tuneFamily
@@ -102,13 +101,7 @@ current knobs fail the family) or the GPU could not be used, 2 on bad usage.
 // parseTuneFlags reads the flags of "stridebench tune".
 func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	f := &tuneFlags{bytes: defaultTuneBytes}
-	fs := flag.NewFlagSet("stridebench tune", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), tuneHelpHead)
-		fs.PrintDefaults()
-		fmt.Fprint(fs.Output(), tuneHelpTail)
-	}
+	fs := newFlagSet("stridebench tune", stderr, tuneHelpHead, tuneHelpTail)
 	device := fs.String("device", "gpu", "the `GPU`: gpu or gpu:N (device ordinal N)")
 	fs.StringVar(&f.out, "o", defaultTuneTable, "tuning table `file` to rewrite (relative to the working directory)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the entries instead of writing them")
@@ -120,60 +113,44 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	family := fs.String("family", "", "tune only the families whose name matches this `regexp` (btile/3, tile/4x4, elem, ...)")
 	fs.BoolVar(&f.list, "list", false, "print the families, their knobs and cases, and exit (needs no GPU)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no per-step progress lines")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	bad := func(format string, a ...any) (*tuneFlags, error) {
-		return nil, fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
-	}
-	if fs.NArg() > 0 {
-		return bad("unexpected argument %q", fs.Arg(0))
-	}
-	switch {
-	case *device == "gpu":
-	case strings.HasPrefix(*device, "gpu:"):
-		n, err := strconv.Atoi((*device)[4:])
-		if err != nil || n < 0 {
-			return bad("-device %q: the ordinal must be a non-negative integer", *device)
-		}
-		f.ordinal = n
-	default:
-		return bad("-device %q: want gpu or gpu:N (tuning needs a GPU)", *device)
-	}
-	if f.out == "" {
-		return bad("-o: empty file name")
-	}
-	if f.budget <= 0 {
-		return bad("-budget %v: must be positive", f.budget)
-	}
-	if f.bytes < 4096 {
-		return bad("-bytes %d: must be at least 4096", f.bytes)
-	}
-	if f.reps < minTuneReps {
-		return bad("-reps %d: must be at least %d", f.reps, minTuneReps)
-	}
-	if f.warmup < 1 {
-		return bad("-warmup %d: must be at least 1", f.warmup)
-	}
-	if f.rounds < 1 {
-		return bad("-rounds %d: must be at least 1", f.rounds)
+	if err := parseArgs(fs, args); err != nil {
+		return nil, err
 	}
 	var err error
-	if f.family, err = regexp.Compile(*family); err != nil {
-		return bad("-family %q: %v", *family, err)
+	if _, f.ordinal, err = parseDevice(*device, false); err != nil {
+		return nil, err
+	}
+	if f.out == "" {
+		return nil, usageErr("-o: empty file name")
+	}
+	if f.budget <= 0 {
+		return nil, usageErr("-budget %v: must be positive", f.budget)
+	}
+	if f.bytes < 4096 {
+		return nil, usageErr("-bytes %d: must be at least 4096", f.bytes)
+	}
+	if f.reps < minTuneReps {
+		return nil, usageErr("-reps %d: must be at least %d", f.reps, minTuneReps)
+	}
+	if f.warmup < 1 {
+		return nil, usageErr("-warmup %d: must be at least 1", f.warmup)
+	}
+	if f.rounds < 1 {
+		return nil, usageErr("-rounds %d: must be at least 1", f.rounds)
+	}
+	familyRE, err := regexp.Compile(*family)
+	if err != nil {
+		return nil, usageErr("-family %q: %v", *family, err)
 	}
 	var names []string
 	for _, fam := range allFamilies() {
 		names = append(names, fam.Name)
-		if f.family.MatchString(fam.Name) {
+		if familyRE.MatchString(fam.Name) {
 			f.families = append(f.families, fam)
 		}
 	}
 	if len(f.families) == 0 {
-		return bad("-family %q matches no family (%s)", *family, strings.Join(names, " "))
+		return nil, usageErr("-family %q matches no family (%s)", *family, strings.Join(names, " "))
 	}
 	return f, nil
 }
@@ -188,23 +165,16 @@ var newTuneTarget = func(f *tuneFlags) (tuneTarget, error) {
 
 // familyOutcome is what tuning one family gave.
 type familyOutcome struct {
-	f      *tuneFamily
-	res    searchResult
-	err    error
-	ran    bool // the search ran (possibly cut short)
-	setup  time.Duration
-	search time.Duration
+	f   *tuneFamily
+	res searchResult // its Steps are empty when the search did not run
+	err error
 }
 
 // tuneCmd is "stridebench tune".
 func tuneCmd(args []string, stdout, stderr io.Writer) int {
 	f, err := parseTuneFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "stridebench tune: %v\n", err)
-		return 2
+	if status, stop := flagsStatus(stderr, "stridebench tune", err); stop {
+		return status
 	}
 	// Each family's cases are built and planned before any GPU time is
 	// spent; a family none of whose cases plans as the family (the planner
@@ -290,7 +260,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		tuneFamilyOn(ctx, target, f, fam, cases[fam], entries, arch, time.Now().Add(share), o, stderr, fmt.Sprintf("[%d/%d]", i+1, len(f.families)))
-		if !o.ran && o.err == nil {
+		if len(o.res.Steps) == 0 && o.err == nil {
 			o.err = errors.New("its share of the time budget was spent before its first step")
 		}
 	}
@@ -306,7 +276,7 @@ func tuneCmd(args []string, stdout, stderr io.Writer) int {
 			status = 1
 			notTuned = append(notTuned, o.f.Name)
 		}
-		if !o.ran || o.res.StartFailed != "" && o.res.Best == o.res.Start {
+		if len(o.res.Steps) == 0 || o.res.StartFailed != "" && o.res.Best == o.res.Start {
 			continue
 		}
 		e := gen.TuningEntry{Arch: arch, Class: o.f.Class, Item: o.f.Item, Vec: o.f.Vec, Set: map[string]int{}}
@@ -354,17 +324,17 @@ func stopReason(ctx context.Context) string {
 // tuneFamilyOn tunes one family on target until deadline, filling o and
 // printing progress to log.
 func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tuneFamily, bs []*built, entries []gen.TuningEntry, arch int, deadline time.Time, o *familyOutcome, log io.Writer, tag string) {
-	p0, _ := tunePlan(fam, bs[0], startAlign(bs[0].DstStart), startAlign(bs[0].SrcStart), 0)
+	p0, _ := tunePlan(fam, bs[0], kernels.PtrAlign(uintptr(bs[0].DstStart)), kernels.PtrAlign(uintptr(bs[0].SrcStart)), 0)
 	start := gen.LookupKnobs(entries, p0.Sig, arch)
 	var sigs []string
 	for _, b := range bs {
-		p, _ := tunePlan(fam, b, startAlign(b.DstStart), startAlign(b.SrcStart), start.TileBytes)
+		p, _ := tunePlan(fam, b, kernels.PtrAlign(uintptr(b.DstStart)), kernels.PtrAlign(uintptr(b.SrcStart)), start.TileBytes)
 		sigs = append(sigs, p.Sig.String())
 	}
 	fmt.Fprintf(log, "%s %s: from %s; cases %s (%s)\n", tag, fam.Name, knobsString(start, fam.Axes), caseNames(bs), strings.Join(sigs, ", "))
 	t := time.Now()
 	bench, err := target.open(fam, bs)
-	o.setup = time.Since(t)
+	setup := time.Since(t)
 	if err != nil {
 		o.err = fmt.Errorf("setup: %w", err)
 		fmt.Fprintf(log, "%s %s: %v\n", tag, fam.Name, o.err)
@@ -383,8 +353,7 @@ func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tun
 	}
 	t = time.Now()
 	o.res, err = coordinateSearch(start, fam.Axes, cfg, bench.measure)
-	o.search = time.Since(t)
-	o.ran = len(o.res.Steps) > 0
+	search := time.Since(t)
 	if err != nil {
 		o.err = err
 		fmt.Fprintf(log, "%s %s: %v\n", tag, fam.Name, err)
@@ -402,7 +371,7 @@ func tuneFamilyOn(ctx context.Context, target tuneTarget, f *tuneFlags, fam *tun
 		}
 	}
 	fmt.Fprintf(log, "%s %s: %s, %+.1f%% time vs the start, %d steps in %v (setup %v)%s\n", tag, fam.Name,
-		knobsString(o.res.Best, fam.Axes), 100*(o.res.Gain-1), len(o.res.Steps), o.search.Round(10*time.Millisecond), o.setup.Round(10*time.Millisecond), stopped)
+		knobsString(o.res.Best, fam.Axes), 100*(o.res.Gain-1), len(o.res.Steps), search.Round(10*time.Millisecond), setup.Round(10*time.Millisecond), stopped)
 }
 
 func caseNames(bs []*built) string {
@@ -453,7 +422,7 @@ func listFamilies(w io.Writer, f *tuneFlags, cases map[*tuneFamily][]*built) int
 			bw.printf("    %-10s %s\n", a.Name, strings.Join(vals, " "))
 		}
 		for _, b := range cases[fam] {
-			p, _ := tunePlan(fam, b, startAlign(b.DstStart), startAlign(b.SrcStart), 0)
+			p, _ := tunePlan(fam, b, kernels.PtrAlign(uintptr(b.DstStart)), kernels.PtrAlign(uintptr(b.SrcStart)), 0)
 			bw.printf("    %s\t# writes %s, %v\n", b.Case, humanSize(b.Moved), p.Sig)
 		}
 	}

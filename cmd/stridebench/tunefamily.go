@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -224,7 +225,7 @@ func planEachTile(f *tuneFamily, b *built) error {
 		}
 	}
 	for _, tb := range sizes {
-		if _, err := tunePlan(f, b, startAlign(b.DstStart), startAlign(b.SrcStart), tb); err != nil {
+		if _, err := tunePlan(f, b, kernels.PtrAlign(uintptr(b.DstStart)), kernels.PtrAlign(uintptr(b.SrcStart)), tb); err != nil {
 			return err
 		}
 	}

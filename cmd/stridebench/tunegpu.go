@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/jit"
@@ -136,7 +137,7 @@ type launchable struct {
 func (s *gpuFamilyBench) plans(tc *tuneCase, cands []gen.Knobs) []*launchable {
 	d, sp := tc.lowPair(0)
 	dev := s.t.g.dev
-	opt := copyPlanOptions(dev, d, sp, tc.b.Item)
+	opt := kernels.PlanOptions(dev, d, sp, tc.b.Item)
 	out := make([]*launchable, len(cands))
 	for i, k := range cands {
 		l := &launchable{knobs: k}

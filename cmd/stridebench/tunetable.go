@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -200,15 +199,4 @@ func writeTable(path, text string) error {
 		return fmt.Errorf("%w: writing %s: %w", errTable, path, err)
 	}
 	return nil
-}
-
-// entriesOf returns the entries of arch in entries, in table order.
-func entriesOf(entries []gen.TuningEntry, arch int) []gen.TuningEntry {
-	var out []gen.TuningEntry
-	for _, e := range entries {
-		if e.Arch == arch {
-			out = append(out, e)
-		}
-	}
-	return slices.Clip(out)
 }

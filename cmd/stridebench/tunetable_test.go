@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -247,4 +248,15 @@ func TestReadWriteTable(t *testing.T) {
 	if err := writeTable(filepath.Join(dir, "no", "such", "t.txt"), "x"); !errors.Is(err, errTable) {
 		t.Errorf("write into a missing directory: %v", err)
 	}
+}
+
+// entriesOf returns the entries of arch in entries, in table order.
+func entriesOf(entries []gen.TuningEntry, arch int) []gen.TuningEntry {
+	var out []gen.TuningEntry
+	for _, e := range entries {
+		if e.Arch == arch {
+			out = append(out, e)
+		}
+	}
+	return slices.Clip(out)
 }
