@@ -306,19 +306,29 @@ func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 	return incomplete(s.Synchronize())
 }
 
-// uploadStaged moves the compact image of host view src to img through the
-// pinned staging buffers, the gather of one chunk overlapping the DMA of the
-// one before.
-func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView, c layout.Layout, direct bool) error {
-	ps, err := pieces(src.l, c, direct)
+// staged returns the pieces in which host view hl and its compact image c
+// move (see pieces), and a stager whose buffers hold the largest.
+func staged(dev *cuda.Device, cfg copyConfig, hl, c layout.Layout, direct bool) ([]piece, *stager, error) {
+	ps, err := pieces(hl, c, direct)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	size := int64(0)
 	for _, p := range ps {
 		size = max(size, p.n)
 	}
 	st, err := newStager(dev, cfg, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ps, st, nil
+}
+
+// uploadStaged moves the compact image of host view src to img through the
+// pinned staging buffers, the gather of one chunk overlapping the DMA of the
+// one before.
+func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView, c layout.Layout, direct bool) error {
+	ps, st, err := staged(dev, cfg, src.l, c, direct)
 	if err != nil {
 		return err
 	}
@@ -391,15 +401,7 @@ func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 // pinned staging buffers, the scatter of one chunk overlapping the DMA of
 // the next.
 func downloadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, dst *StridedMemoryView, c layout.Layout, direct bool) error {
-	ps, err := pieces(dst.l, c, direct)
-	if err != nil {
-		return err
-	}
-	size := int64(0)
-	for _, p := range ps {
-		size = max(size, p.n)
-	}
-	st, err := newStager(dev, cfg, size)
+	ps, st, err := staged(dev, cfg, dst.l, c, direct)
 	if err != nil {
 		return err
 	}
