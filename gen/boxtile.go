@@ -4,34 +4,15 @@ import (
 	"fmt"
 
 	"github.com/stridekit/stridekit/layout"
-	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
-// boxArgsSize is the size of the box-tile kernel's argument block for nd
-// canonical dims: struct A of btile.cu.tmpl.
-func boxArgsSize(nd int) int {
-	n := 40 + 64*nd + boxInts*4
-	return (n + 7) &^ 7
-}
-
-// boxInts is the number of 32-bit scalars at the end of the box-tile
-// argument block.
-const boxInts = 30
-
-// packBoxTile is Pack for ClassBoxTile. The argument block is, in order
-// (little-endian, C alignment):
-//
-//	int64  ntiles, slo, shi     tiles in the launch; src bytes [slo, shi) from
-//	                            the src pointer (the view's span) may be read
-//	int64  sstep, dstep         element stride of a run in src, in dst
-//	int64  shape, dstride, sstride, tile, chunks [nd]
-//	uint64 cmul[nd]; uint32 cshr[nd]   fast division by chunks
-//	int32  sord, dord [nd]      tile dims by |stride|, src and dst (layout.BoxSides)
-//	int32  w[nd]                shared-memory bytes per index step of each dim
-//	int32  nk, nsr, ndr, ls, rs, ld, rd, offS, nws, cprd, lgs, lgd, c0
-//	int32  rgs[4], rgd[4], lasts, lastd   ragged dims (see layout.BoxRagged)
-//	int32  offG, offH, offA, offB, offCs, offCd   table offsets
-//	int32  lgw                  log2 threads per src run, word loads
+// packBoxTile is Pack for ClassBoxTile. Its argument block (boxArgs) holds
+// the canonical form, the tile and its chunks along each dim (with the
+// fast-division constants of the chunks), and the tile's geometry, which
+// the planner computed with the plan (layout.BoxGeometry): both sides'
+// dims by |stride|, run lengths and runs per tile, the shared-memory weight
+// of each dim, the ragged dims and the table offsets; plus the threads per
+// run of each phase, chosen here from the knobs.
 //
 // The kernel stages src run j of a tile in the slot layout.BoxSrcWeights
 // gives it (plus the tile's phase, the src address modulo 4 of run 0);
@@ -43,12 +24,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	if len(p.Tile) != nd || nd > layout.MaxBoxNDim {
 		return Launch{}, fmt.Errorf("%w: box tile %v for %d dims", ErrPlan, p.Tile, nd)
 	}
-	item := int64(sig.Itemsize)
-	src, dst := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
-	idx := int64(4)
-	if sig.Index64 {
-		idx = 8
-	}
+	g := &p.Box
+	src, dst := &g.Src, &g.Dst
 	var chunks [layout.MaxBoxNDim]int64
 	ntiles := int64(1)
 	for d := range nd {
@@ -58,64 +35,96 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		chunks[d] = ceilDiv(p.Shape[d], p.Tile[d])
 		ntiles *= chunks[d]
 	}
-	var w [layout.MaxBoxNDim]int64
-	layout.BoxSrcWeights(&src, p.SrcStrides, p.Tile, item, w[:nd])
-	rev := src.Step == -1
-	c0 := int64(0)
-	if rev {
-		c0 = (src.RunLen - 1) * item
+	sl := g.Shared
+	if sl.Total > layout.MaxBoxSharedBytes || sl.Total == 0 {
+		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory (at most %d)", ErrPlan, p.Tile, sl.Total, layout.MaxBoxSharedBytes)
 	}
-	rgs, lasts, oks := layout.BoxRagged(p.Shape, p.Tile, &src)
-	rgd, lastd, okd := layout.BoxRagged(p.Shape, p.Tile, &dst)
-	if !oks || !okd {
-		return Launch{}, fmt.Errorf("%w: box tile %v has more than 4 ragged dims on a side", ErrPlan, p.Tile)
+	lgs, lgw, lgd := boxLanes(k, src, dst, int64(sig.Itemsize))
+
+	clear(buf[:ArgsSize(sig)])
+	w := newArgWriter(buf, boxArgs, nd)
+	w.put("ntiles", ntiles)
+	w.put("slo", -p.SrcOffset)
+	w.put("shi", p.SrcSpan-p.SrcOffset)
+	w.put("sstep", src.Step)
+	w.put("dstep", dst.Step)
+	w.put("shape", p.Shape...)
+	w.put("dstride", p.DstStrides...)
+	w.put("sstride", p.SrcStrides...)
+	w.put("tile", p.Tile...)
+	w.put("chunks", chunks[:nd]...)
+	w.divisors(sig, "cmul", "cshr", chunks[:nd])
+	var so, do [layout.MaxBoxNDim]int64
+	w.put("sord", orderOf(&so, src, nd)...)
+	w.put("dord", orderOf(&do, dst, nd)...)
+	w.put("w", g.W[:nd]...)
+	w.put("nk", int64(src.NDims))
+	w.put("nsr", int64(src.NRun))
+	w.put("ndr", int64(dst.NRun))
+	w.put("ls", src.RunLen)
+	w.put("rs", src.Runs)
+	w.put("ld", dst.RunLen)
+	w.put("rd", dst.Runs)
+	w.put("offS", sl.S)
+	w.put("lgs", int64(lgs))
+	w.put("lgd", int64(lgd))
+	w.put("c0", g.C0)
+	var rs, rd [layout.MaxRagged]int64
+	w.put("rgs", ints(&rs, g.RaggedSrc)...)
+	w.put("rgd", ints(&rd, g.RaggedDst)...)
+	w.put("lasts", int64(g.LastSrc))
+	w.put("lastd", int64(g.LastDst))
+	w.put("offG", sl.G)
+	w.put("offH", sl.H)
+	w.put("offA", sl.A)
+	w.put("offB", sl.B)
+	w.put("offCs", sl.Cs)
+	w.put("offCd", sl.Cd)
+	w.put("lgw", int64(lgw))
+	gx := min(ntiles, MaxGridX)
+	if smCount > 0 {
+		gx = min(gx, int64(smCount*k.BlocksPerSM))
 	}
-	sl := layout.BoxSharedLayout(src, dst, p.Tile, item, idx)
-	if shared := sl.Total; shared > layout.MaxBoxSharedBytes {
-		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory, over %d", ErrPlan, p.Tile, shared, layout.MaxBoxSharedBytes)
-	}
-	nws := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
-	cprd := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
-	// Threads per run, a power of two: the knob's lanes over a dst run's
-	// 16-byte pieces, four times as many over a src run's words (a warp over
-	// a strided run's elements, or with ElemStore a dst run's), more when
-	// the tile has too few runs to keep the block busy, never more than the
-	// run has pieces (elements) or the block has threads.
+	l := Launch{Grid: Dim3{X: uint32(gx), Y: 1, Z: 1}, Block: Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(sl.Total)}
+	return l, w.done()
+}
+
+// boxLanes returns log2 of the threads per run of the box tile's three
+// phases: a strided src run's elements (lgs), a contiguous src run's words
+// (lgw), a dst run's 16-byte pieces or, with ElemStore or strided dst runs,
+// its elements (lgd). Each is a power of two: the knob's lanes (a warp for
+// elements; four times LoadLanes for words), more when the tile has too few
+// runs to keep the block busy, never more than the run has pieces
+// (elements) or the block has threads.
+func boxLanes(k Knobs, src, dst *layout.BoxSide, item int64) (lgs, lgw, lgd int) {
 	lanes := func(knob int, pieces, runs int64) int {
 		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
 		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
 	}
-	lgs := lanes(32, src.RunLen, src.Runs)
-	lgw := lanes(4*k.LoadLanes, nws, src.Runs)
-	lgd := lanes(k.StoreLanes, cprd, dst.Runs)
+	words := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
+	pieces := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
+	lgs = lanes(32, src.RunLen, src.Runs)
+	lgw = lanes(4*k.LoadLanes, words, src.Runs)
+	lgd = lanes(k.StoreLanes, pieces, dst.Runs)
 	if k.ElemStore || (dst.Step != 1 && dst.Step != -1) {
 		lgd = lanes(32, dst.RunLen, dst.Runs)
 	}
+	return lgs, lgw, lgd
+}
 
-	clear(buf[:boxArgsSize(nd)])
-	a := argWriter{b: buf}
-	a.i64s(ntiles, -p.SrcOffset, p.SrcSpan-p.SrcOffset, src.Step, dst.Step)
-	for _, s := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides, p.Tile, chunks[:nd]} {
-		a.i64s(s...)
+// orderOf returns in o a side's tile dims by |stride| as argument values
+// (nd entries; those past NDims are never read by the kernel).
+func orderOf(o *[layout.MaxBoxNDim]int64, s *layout.BoxSide, nd int) []int64 {
+	for i := range nd {
+		o[i] = int64(s.Order[i])
 	}
-	a.divisors(sig, chunks[:nd])
-	for _, s := range []*layout.BoxSide{&src, &dst} {
-		for i := range nd {
-			a.i32(int64(s.Order[i]))
-		}
+	return o[:nd]
+}
+
+// ints widens an array of ints to argument values in o.
+func ints(o *[layout.MaxRagged]int64, a [layout.MaxRagged]int) []int64 {
+	for i, v := range a {
+		o[i] = int64(v)
 	}
-	a.i32s(w[:nd]...)
-	a.i32s(int64(src.NDims), int64(src.NRun), int64(dst.NRun),
-		src.RunLen, src.Runs, dst.RunLen, dst.Runs, sl.S, nws, cprd, int64(lgs), int64(lgd), c0)
-	for _, rg := range [][layout.MaxRagged]int{rgs, rgd} {
-		for _, v := range rg {
-			a.i32(int64(v))
-		}
-	}
-	a.i32s(int64(lasts), int64(lastd), sl.G, sl.H, sl.A, sl.B, sl.Cs, sl.Cd, int64(lgw))
-	g := min(ntiles, MaxGridX)
-	if smCount > 0 {
-		g = min(g, int64(smCount*k.BlocksPerSM))
-	}
-	return Launch{Grid: cuda.Dim3{X: uint32(g), Y: 1, Z: 1}, Block: cuda.Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(sl.Total)}, nil
+	return o[:]
 }

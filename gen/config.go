@@ -10,13 +10,13 @@ import (
 
 // FormatVersion identifies the layout of the generated CUDA sources and the
 // argument blocks. It is part of every source (and so of every cache key),
-// and files written by stridegen check it at compile time (see Version3),
+// and files written by stridegen check it at compile time (see Version4),
 // so a generator change that alters the format breaks the build of stale
 // generated files instead of miscompiling them.
-const FormatVersion = 3
+const FormatVersion = 4
 
-// Version3 exists while FormatVersion is 3; generated files reference it.
-const Version3 = FormatVersion
+// Version4 exists while FormatVersion is 4; generated files reference it.
+const Version4 = FormatVersion
 
 // Grid limits of CUDA.
 const (
@@ -126,12 +126,7 @@ const MaxNDim = 64
 // ArgsSize returns the size in bytes of the argument block of sig's kernel:
 // struct A in its CUDA source (see Pack).
 func ArgsSize(sig layout.Signature) int {
-	nd := int(sig.NDim)
-	if sig.Class == layout.ClassBoxTile {
-		return boxArgsSize(nd)
-	}
-	n := 8*4 + 8*5*nd + 4*nd
-	return (n + 7) &^ 7
+	return argsSize(argSpec(sig.Class), int(sig.NDim))
 }
 
 // Magic32 returns the multiplier and shift that divide any n in [0, 2³¹) by

@@ -312,6 +312,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.UIdx, true
 	case "HasSrc":
 		return d.HasSrc, true
+	case "Args":
+		return d.Args, true
 	case "NT":
 		return d.NT, true
 	case "TR":

@@ -29,6 +29,7 @@ type kernelData struct {
 	UIdx    string // unsigned index type
 	HasSrc  bool   // the kernel reads src per element (not fill)
 	NT      int    // threads per block
+	Args    string // the CUDA declaration of the argument block A (argDecl)
 
 	// ClassTile
 	TR, TC, SWM int
@@ -116,6 +117,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
 		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill, NT: k.Threads,
 		R: rowsPerThread(sig, k), XU: colsPerThread(sig), ContigUnroll: k.Unroll,
+		Args: argDecl(argSpec(sig.Class), int(sig.NDim)),
 	}
 	d.NS = "ns_" + d.Name
 	d.Align = min(d.Align, 16)

@@ -39,7 +39,7 @@ func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
 		if p.Sig.Class == layout.ClassMemcpy {
 			return dev.MemcpyAsync(db.Ptr()+cuda.DevicePtr(p.DstOffset), sb.Ptr()+cuda.DevicePtr(p.SrcOffset), int(p.Bytes), st)
 		}
-		return Launch(dev, st, db.Ptr(), sb.Ptr(), &p)
+		return launchPlan(dev, st, db.Ptr(), sb.Ptr(), &p)
 	}
 	memcpy := func() error { return dev.MemcpyAsync(db.Ptr(), sb.Ptr(), int(p.Bytes), st) }
 	e0, _ := dev.NewEvent(true)

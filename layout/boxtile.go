@@ -411,3 +411,46 @@ func (c *tileChooser) setExtent(k int, e int64) bool {
 	c.vol = c.vol / old * c.t[k]
 	return true
 }
+
+// BoxGeometry is everything about a ClassBoxTile plan's tile that the
+// kernel's arguments derive from, computed once when the plan is made
+// (PlanCopy): the two sides, the shared-memory weights of the src slots,
+// the ragged dims of each side and the shared-memory layout.
+type BoxGeometry struct {
+	Src, Dst BoxSide
+	// W is, for each canonical dim, the shared-memory bytes one index step
+	// moves (BoxSrcWeights; 0 for dims outside the tile).
+	W [MaxBoxNDim]int64
+	// C0 is the shared-memory base of every dst run relative to its slot:
+	// (RunLen-1)·item for reversed src runs, else 0.
+	C0 int64
+	// RaggedSrc, LastSrc, RaggedDst and LastDst are BoxRagged's answers
+	// for each side.
+	RaggedSrc, RaggedDst [MaxRagged]int
+	LastSrc, LastDst     int
+	// Shared is the shared-memory layout (BoxSharedLayout) for the plan's
+	// index width.
+	Shared BoxShared
+}
+
+// boxGeometry fills p.Box for a ClassBoxTile plan whose index width is set.
+func boxGeometry(p *Plan) {
+	g := &p.Box
+	item := int64(p.Sig.Itemsize)
+	g.Src, g.Dst = BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+	g.W = [MaxBoxNDim]int64{}
+	BoxSrcWeights(&g.Src, p.SrcStrides, p.Tile, item, g.W[:len(p.Tile)])
+	g.C0 = 0
+	if g.Src.Step == -1 {
+		g.C0 = (g.Src.RunLen - 1) * item
+	}
+	// chooseTile never makes a tile with more than MaxRagged ragged dims
+	// on a side (BoxRagged's ok), so the answers are complete.
+	g.RaggedSrc, g.LastSrc, _ = BoxRagged(p.Shape, p.Tile, &g.Src)
+	g.RaggedDst, g.LastDst, _ = BoxRagged(p.Shape, p.Tile, &g.Dst)
+	idx := int64(4)
+	if p.Sig.Index64 {
+		idx = 8
+	}
+	g.Shared = BoxSharedLayout(g.Src, g.Dst, p.Tile, item, idx)
+}

@@ -230,6 +230,25 @@ func (l Layout) Equal(m Layout) bool {
 	return true
 }
 
+// Hash returns a 64-bit hash of the layout (item size, shape and strides):
+// layouts that are Equal hash the same, so a cache keyed by layouts can
+// look one up by its hash and confirm it with Equal. It allocates nothing.
+func (l Layout) Hash() uint64 {
+	h := mix(0x9e3779b97f4a7c15, uint64(l.itemsize))
+	for k := range l.shape {
+		h = mix(mix(h, uint64(l.shape[k])), uint64(l.strides[k]))
+	}
+	return h
+}
+
+// mix folds v into the hash h (a multiply-xorshift step: every bit of v
+// reaches every bit of the result).
+func mix(h, v uint64) uint64 {
+	h ^= v + 0x9e3779b97f4a7c15 + h<<6 + h>>2
+	h *= 0xff51afd7ed558ccd
+	return h ^ h>>32
+}
+
 // mul64 returns a·b and whether it fits in int64.
 func mul64(a, b int64) (int64, bool) {
 	if a == 0 || b == 0 {

@@ -159,6 +159,7 @@ func (p *Plan) reset() {
 	p.Tile = p.Tile[:0]
 	p.DstOffset, p.SrcOffset, p.Volume, p.Bytes = 0, 0, 0, 0
 	p.DstSpan, p.SrcSpan = 0, 0
+	p.Box = BoxGeometry{}
 }
 
 func checkAlign(name string, a int) error {
@@ -231,6 +232,9 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
 	classify(p, &j, aD, aS, tileBytes(opt.TileBytes))
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
+	if p.Sig.Class == ClassBoxTile {
+		boxGeometry(p)
+	}
 	return nil
 }
 

@@ -237,7 +237,10 @@ type Plan struct {
 	SrcStrides []int64
 	// Tile is, for ClassBoxTile, the extent of the box tile along each
 	// canonical dim (1 for dims outside the tile); empty otherwise.
-	Tile      []int64
+	Tile []int64
+	// Box is, for ClassBoxTile, the tile's geometry, derived from the
+	// fields above once, when the plan is made; zero otherwise.
+	Box       BoxGeometry
 	DstOffset int64
 	SrcOffset int64
 	// DstSpan and SrcSpan are the bytes from each view's lowest byte to

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/runtime/jit"
 	"github.com/stridekit/stridekit/runtime/memview"
 )
 
@@ -19,8 +17,9 @@ import (
 // dst.CopyFrom(src, stream); for the first pair it also asks Explain how the
 // copy runs (the signature reported is Explain's). -device cpu does the
 // same with host views (memview.FromHost), so CopyFrom takes its host path
-// (runtime/hostcopy). bareLaunch builds the driver-floor launch of the same
-// plan.
+// (runtime/hostcopy). The driver's floor under a device copy is a bare
+// cuda.Launch of the kernel the library binds for the views
+// (memview.Bind's Kernel), with the same packed arguments.
 
 // preparedCopy is the stridekit copy of one pair of views, ready to time.
 type preparedCopy struct {
@@ -29,6 +28,9 @@ type preparedCopy struct {
 	// plan is memview's Explain of the copy: its path and the plan whose
 	// signature names the kernel.
 	plan memview.CopyPlan
+	// floor is a bare launch of the copy's kernel, or nil when the copy
+	// launches none (host copies, memcpy plans).
+	floor func(st *cuda.Stream) error
 }
 
 // bytesLayout is the layout of n bytes, a dense 1-d array of uint8, which
@@ -72,7 +74,38 @@ func prepareViews(dstWhole *memview.StridedMemoryView, dstAt int64, dl layout.La
 	if err != nil {
 		return preparedCopy{}, err
 	}
-	return preparedCopy{run: copyFunc(dst, src), plan: cp}, nil
+	pc := preparedCopy{run: copyFunc(dst, src), plan: cp}
+	if dst.Kind() == cuda.MemoryDevice && src.Kind() == cuda.MemoryDevice {
+		bc, err := memview.Bind(dst, src)
+		if err != nil {
+			return preparedCopy{}, err
+		}
+		if pc.floor, err = bareLaunch(bc.Kernel(), dst, src); err != nil {
+			return preparedCopy{}, err
+		}
+	}
+	return pc, nil
+}
+
+// bareLaunch returns one bare launch of bound device copy k between the
+// two views: cuda.Launch of its kernel with its packed arguments (or, for a
+// plan without a kernel, k's own Enqueue), the floor the driver sets under
+// any copy entry point.
+func bareLaunch(k *kernels.Bound, dst, src *memview.StridedMemoryView) (func(st *cuda.Stream) error, error) {
+	d := cuda.DevicePtr(dst.Ptr()) + cuda.DevicePtr(dst.Layout().MinOffset()*int64(dst.Layout().Itemsize()))
+	s := cuda.DevicePtr(src.Ptr()) + cuda.DevicePtr(src.Layout().MinOffset()*int64(src.Layout().Itemsize()))
+	if k.Kernel == "" {
+		return func(st *cuda.Stream) error { return k.Enqueue(st, d, s) }, nil
+	}
+	fn, err := k.Function()
+	if err != nil {
+		return nil, err
+	}
+	l := k.Launch
+	d, s = d+cuda.DevicePtr(k.Plan.DstOffset), s+cuda.DevicePtr(k.Plan.SrcOffset)
+	return func(st *cuda.Stream) error {
+		return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, st, unsafe.Pointer(&d), unsafe.Pointer(&s), unsafe.Pointer(&k.Args[0]))
+	}, nil
 }
 
 // deviceViews returns the view of all of buf as bytes, in which the
@@ -93,46 +126,4 @@ func hostView(b []byte) (*memview.StridedMemoryView, error) {
 		return nil, err
 	}
 	return memview.FromHost(b, l)
-}
-
-// lowest returns the lowest byte of the view l whose index 0 is at p.
-func lowest(p cuda.DevicePtr, l layout.Layout) cuda.DevicePtr {
-	return p + cuda.DevicePtr(l.MinOffset()*int64(l.Itemsize()))
-}
-
-// bareLaunch returns one bare launch of the copy of the src view into the
-// dst view (index-0 pointers) on st: the plan made, the kernel loaded and its
-// argument block packed once, so each call is one cuLaunchKernel (or one
-// cuMemcpyAsync for a memcpy plan), the floor the driver sets under any
-// copy entry point. A kernel with its own parameter layout (a downstream
-// stub) is launched through its stub instead, with the plan made once.
-func bareLaunch(dev *cuda.Device, dst cuda.DevicePtr, dl layout.Layout, src cuda.DevicePtr, sl layout.Layout, st *cuda.Stream) (func() error, error) {
-	d, s := lowest(dst, dl), lowest(src, sl)
-	p, err := layout.PlanCopy(dl, sl, kernels.PlanOptions(dev, d, s, dl.Itemsize()))
-	if err != nil {
-		return nil, err
-	}
-	if c := p.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
-		return func() error { return kernels.Launch(dev, st, d, s, &p) }, nil
-	}
-	fn, k, err := jit.Default.Kernel(dev, p.Sig)
-	if err != nil {
-		return nil, err
-	}
-	if k.Params != nil {
-		return func() error { return k.Launch(fn, st, d, s, &p) }, nil
-	}
-	sm := 0
-	if c := p.Sig.Class; c == layout.ClassContiguous || c == layout.ClassBoxTile {
-		sm = dev.SMCount()
-	}
-	args := make([]byte, gen.ArgsSize(p.Sig))
-	l, err := gen.Pack(p.Sig, k.Knobs, &p, sm, args)
-	if err != nil {
-		return nil, err
-	}
-	d, s = d+cuda.DevicePtr(p.DstOffset), s+cuda.DevicePtr(p.SrcOffset)
-	return func() error {
-		return cuda.Launch(fn, l.Grid, l.Block, l.Shared, st, unsafe.Pointer(&d), unsafe.Pointer(&s), unsafe.Pointer(&args[0]))
-	}, nil
 }

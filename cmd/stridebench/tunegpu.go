@@ -129,6 +129,7 @@ type launchable struct {
 	plan  layout.Plan
 	knobs gen.Knobs
 	fn    cuda.Function
+	bound *kernels.Bound // the plan bound to fn: what launch enqueues
 	err   error
 }
 
@@ -195,6 +196,7 @@ func (s *gpuFamilyBench) load(ls []*launchable) {
 			l.err = fmt.Errorf("loading %v: %w", k.sig, err)
 		} else {
 			l.fn = s.fns[k]
+			l.bound, l.err = kernels.BindPlan(&l.plan, l.fn, gen.Name(k.sig), l.knobs)
 		}
 	}
 }
@@ -202,7 +204,7 @@ func (s *gpuFamilyBench) load(ls []*launchable) {
 // launch runs l on pair i of tc.
 func (s *gpuFamilyBench) launch(tc *tuneCase, l *launchable, pair int) error {
 	d, sp := tc.lowPair(pair)
-	return jit.Launch(l.fn, s.t.g.st, d, sp, &l.plan, l.knobs)
+	return l.bound.Enqueue(s.t.g.st, d, sp)
 }
 
 // check runs l once into a poisoned dst and compares the check windows

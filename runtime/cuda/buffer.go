@@ -323,6 +323,30 @@ func (b *Buffer) Close() error {
 	})
 }
 
+// Acquire holds the buffer open until Release: Close waits for it. A
+// caller that queues work on the buffer's memory through its address (a
+// kernel launch) holds it meanwhile, so the memory cannot be freed under
+// the call. It fails with ErrClosed on a closed buffer and does nothing on
+// a nil one. Every successful Acquire needs one Release; a goroutine must
+// not Acquire a buffer it already holds (a waiting Close would block it).
+func (b *Buffer) Acquire() error {
+	if b == nil {
+		return nil
+	}
+	if !b.g.acquire() {
+		return errClosedBuffer
+	}
+	return nil
+}
+
+// Release ends a hold begun by a successful Acquire (nothing on a nil
+// Buffer).
+func (b *Buffer) Release() {
+	if b != nil {
+		b.g.release()
+	}
+}
+
 // Closed reports whether Close has been called on the buffer (true for a
 // nil Buffer, which holds nothing).
 func (b *Buffer) Closed() bool { return b == nil || b.g.closed.Load() }

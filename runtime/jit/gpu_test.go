@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -18,16 +20,31 @@ var testSig = layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: 4, Ve
 // copy2dParams is the parameter layout of copyKernel.
 var copy2dParams = cuda.ParamsOf(8, 8, 4, 4, 8, 8)
 
+// copyKernelArgs is copyKernel with the parameters of every registered
+// kernel: (dst, src, argument block of gen.ArgsSize(testSig) bytes), whose
+// first 32 bytes here hold rows, cols, dst stride and src stride.
+var copyKernelArgs = `struct A { long long rows, cols, ds, ss; char pad[` + argsPad + `]; };
+extern "C" __global__ void copy2d(float* __restrict__ dst, const float* __restrict__ src, const A a) {
+	long long c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
+	if (r < a.rows && c < a.cols) dst[r * a.ds + c] = src[r * a.ss + c];
+}
+`
+
+// argsPad sizes copyKernelArgs's block as the generator's for testSig.
+var argsPad = strconv.Itoa(gen.ArgsSize(testSig) - 32)
+
+// launchCopy2d launches copyKernelArgs for a 2-d plan p.
 func launchCopy2d(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
-	rows, cols := int32(p.Shape[0]), int32(p.Shape[1])
-	ds, ss := p.DstStrides[0], p.SrcStrides[0]
-	return cuda.Launch(fn, cuda.Dim3{X: uint32(cols+127) / 128, Y: uint32(rows), Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0, stream,
-		unsafe.Pointer(&dst), unsafe.Pointer(&src), unsafe.Pointer(&rows), unsafe.Pointer(&cols),
-		unsafe.Pointer(&ds), unsafe.Pointer(&ss))
+	a := make([]byte, gen.ArgsSize(testSig))
+	for i, v := range []int64{p.Shape[0], p.Shape[1], p.DstStrides[0], p.SrcStrides[0]} {
+		binary.LittleEndian.PutUint64(a[8*i:], uint64(v))
+	}
+	return cuda.Launch(fn, cuda.Dim3{X: uint32(p.Shape[1]+127) / 128, Y: uint32(p.Shape[0]), Z: 1}, cuda.Dim3{X: 128, Y: 1, Z: 1}, 0, stream,
+		unsafe.Pointer(&dst), unsafe.Pointer(&src), unsafe.Pointer(&a[0]))
 }
 
 func TestRegistry(t *testing.T) {
-	k := Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d}
+	k := Kernel{Sig: testSig, Name: "copy2d", Source: copyKernelArgs}
 	Register(k)
 	got, ok := Lookup(testSig)
 	if !ok || got.Name != "copy2d" {
@@ -41,10 +58,10 @@ func TestRegistry(t *testing.T) {
 	func() {
 		defer func() {
 			if recover() == nil {
-				t.Error("Register of a kernel without Launch did not panic")
+				t.Error("Register of a kernel without source or CUBIN did not panic")
 			}
 		}()
-		Register(Kernel{Sig: testSig, Name: "x", Source: "y"})
+		Register(Kernel{Sig: testSig, Name: "x"})
 	}()
 	if len(Kernels()) == 0 {
 		t.Error("Kernels is empty")
@@ -58,7 +75,7 @@ func TestCacheOnGPU(t *testing.T) {
 	d := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
 	useCacheDir(t)
-	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d})
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernelArgs})
 	c := NewCache()
 	defer c.Close()
 	s0 := ReadStats()
@@ -117,7 +134,10 @@ func TestCacheOnGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := &layout.Plan{Sig: testSig, Shape: []int64{rows, cols}, DstStrides: []int64{cols, 1}, SrcStrides: []int64{srcStride, 1}}
-	if err := k.Launch(fn, nil, db.Ptr(), sb.Ptr(), p); err != nil {
+	if k.Name != "copy2d" {
+		t.Fatalf("Kernel gave %q, want the registered copy2d", k.Name)
+	}
+	if err := launchCopy2d(fn, nil, db.Ptr(), sb.Ptr(), p); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]byte, 4*rows*cols)
@@ -140,7 +160,7 @@ func (img Image) targetName() string { return targetOption(img.Arch, img.PTX) }
 func BenchmarkMemoryHit(b *testing.B) {
 	d := testenv.NeedGPU(b)
 	testenv.NeedNVRTC(b)
-	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernel, Params: copy2dParams, Launch: launchCopy2d})
+	Register(Kernel{Sig: testSig, Name: "copy2d", Source: copyKernelArgs})
 	c := NewCache()
 	defer c.Close()
 	if _, _, err := c.Kernel(d, testSig); err != nil {

@@ -17,7 +17,7 @@
 // For is the one place that says which kernel serves a signature: the one
 // registered for it (Register, called from the init functions stridegen
 // writes) if any, else one rendered now by package gen with the device's
-// tuning (gen.KnobsFor) and launched by Launch. Cache.Kernel goes through
+// tuning (gen.KnobsFor); package kernels binds and launches it. Cache.Kernel goes through
 // For, so what exists does not depend on which packages a program imports.
 // Kernel parameters are known from the generator (dst, src, argument block),
 // so loading a kernel never probes the driver for them.

@@ -10,14 +10,11 @@ import (
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
-// LaunchFunc launches a kernel loaded from a Kernel's source on stream,
-// copying src to dst as plan p says; dst and src are the views' lowest
-// bytes. Generated stubs implement it with Launch.
-type LaunchFunc func(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error
-
 // Kernel is a copy kernel: the signature it serves, its CUDA C source and
-// the knobs it was rendered with, optional ahead-of-time CUBIN images, and
-// its launch stub.
+// the knobs it was rendered with (which its launch configuration and
+// argument block are packed with: gen.Pack), and optional ahead-of-time
+// CUBIN images. Its parameters are those of every generated kernel: (dst,
+// src, argument block of gen.ArgsSize(Sig)).
 type Kernel struct {
 	Sig    layout.Signature
 	Name   string            // kernel function name in Source (extern "C")
@@ -25,17 +22,10 @@ type Kernel struct {
 	Cubin  map[string][]byte // optional AOT images by arch, e.g. "sm_90"
 	// Knobs are the launch parameters Source was rendered with.
 	Knobs gen.Knobs
-	// Params is the kernel's parameter layout; nil means that of every
-	// generated kernel: (dst, src, argument block of gen.ArgsSize(Sig)).
-	Params []cuda.Param
-	Launch LaunchFunc
 }
 
 // params returns k's parameter layout.
 func (k *Kernel) params() []cuda.Param {
-	if k.Params != nil {
-		return k.Params
-	}
 	return cuda.ParamsOf(8, 8, gen.ArgsSize(k.Sig))
 }
 
@@ -49,14 +39,14 @@ var registry struct {
 // signature replaces the earlier one: package init order runs importers
 // after what they import, so a downstream package's kernels override any
 // registered before. Register panics on a kernel no one could use (an
-// invalid signature, no name, no source and no CUBIN, or no Launch): those
+// invalid signature, no name, or neither source nor CUBIN): those
 // are bugs of the generator, found at init.
 func Register(k Kernel) {
 	if err := k.Sig.Validate(); err != nil {
 		panic(fmt.Sprintf("jit.Register: %v", err))
 	}
-	if k.Name == "" || (k.Source == "" && len(k.Cubin) == 0) || k.Launch == nil {
-		panic(fmt.Sprintf("jit.Register(%v): kernel needs a Name, a Source or Cubin, and a Launch", k.Sig))
+	if k.Name == "" || (k.Source == "" && len(k.Cubin) == 0) {
+		panic(fmt.Sprintf("jit.Register(%v): kernel needs a Name and a Source or Cubin", k.Sig))
 	}
 	registry.mu.Lock()
 	defer registry.mu.Unlock()
@@ -96,8 +86,8 @@ var rendered sync.Map // renderKey → Kernel
 
 // For returns the kernel for sig on a device of compute capability arch (0:
 // the portable knobs): the registered one (a stridegen stub) if there is
-// one, else one rendered by package gen with gen.KnobsFor(sig, arch) and
-// launched by Launch. Rendering happens once per signature and knobs in a
+// one, else one rendered by package gen with gen.KnobsFor(sig, arch).
+// Rendering happens once per signature and knobs in a
 // process; compiling, once per device through Cache, and once per machine
 // through the disk cache. It fails, with an ErrNoKernel error, for a
 // signature no kernel exists for (ClassNone, ClassMemcpy, invalid ones).
@@ -115,9 +105,6 @@ func For(sig layout.Signature, arch int) (Kernel, error) {
 		return Kernel{}, fmt.Errorf("%w for %v: %w", ErrNoKernel, sig, err)
 	}
 	k := Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}
-	k.Launch = func(fn cuda.Function, stream *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
-		return Launch(fn, stream, dst, src, p, kn)
-	}
 	v, _ := rendered.LoadOrStore(key, k)
 	return v.(Kernel), nil
 }

@@ -3,7 +3,6 @@ package memview
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
@@ -49,7 +48,8 @@ func WithAllocator(a Allocator) CopyOption { return func(c *copyConfig) { c.allo
 // (so they must be stream-ordered on s, or the allocator must delay their
 // reuse), staging buffers once the copy is done with them.
 type Allocator interface {
-	// AllocDevice returns size bytes of device memory on dev usable on s.
+	// AllocDevice returns size bytes of device memory on dev usable on s,
+	// aligned to 16 bytes at least.
 	AllocDevice(dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error)
 	// AllocHost returns size bytes of pinned host memory for dev's copies.
 	AllocHost(dev *cuda.Device, size int) (*cuda.Buffer, error)
@@ -80,24 +80,70 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 	if len(opts) > 0 {
 		cfg = applyOptions(opts) // apart, so that cfg stays on the stack
 	}
-	path, err := route(v, src)
-	switch {
-	case err != nil:
-	case path == PathHost:
-		err = hostToHost(v, src, s)
-	case path == PathSelf:
-		err = checkStream(s, v.dev)
-	case path == PathDevice:
-		err = deviceToDevice(v, src, s, cfg)
-	case path == PathHostToDevice:
-		err = hostToDevice(v, src, s, cfg)
-	default:
-		err = deviceToHost(v, src, s, cfg)
+	path, b, err := bindingOf(v, src)
+	if err == nil {
+		err = run(v, src, path, b, s, cfg)
 	}
 	if err != nil {
 		return fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
 	}
 	return nil
+}
+
+// bindingOf returns the path of a copy from src into dst and, for the
+// paths that move data through a device, its binding (cached: see
+// bindingFor).
+func bindingOf(dst, src *StridedMemoryView) (Path, *binding, error) {
+	path, err := route(dst, src)
+	if err != nil || path == PathHost || path == PathSelf {
+		return path, nil, err
+	}
+	da, sa := aligns(dst, src, path)
+	b, err := bindingFor(dst, src, path, da, sa)
+	return path, b, err
+}
+
+// aligns returns the alignments of the lowest bytes the device copy of a
+// copy from src into dst on path runs between: the views' own, or 16 for
+// a device temporary (the host view's image, or a snapshot of an
+// overlapping src), which allocDevice guarantees.
+func aligns(dst, src *StridedMemoryView, path Path) (int, int) {
+	switch path {
+	case PathDevice:
+		if overlaps(dst, src) {
+			return kernels.PtrAlign(dst.low), layout.MaxVectorBytes
+		}
+		return kernels.PtrAlign(dst.low), kernels.PtrAlign(src.low)
+	case PathHostToDevice:
+		return kernels.PtrAlign(dst.low), layout.MaxVectorBytes
+	}
+	return layout.MaxVectorBytes, kernels.PtrAlign(src.low)
+}
+
+// run performs the copy from src into dst on path with binding b (nil for
+// PathHost and PathSelf), holding both views' buffers while it queues work
+// on them.
+func run(dst, src *StridedMemoryView, path Path, b *binding, s *cuda.Stream, cfg copyConfig) error {
+	switch path {
+	case PathHost:
+		return hostToHost(dst, src, s)
+	case PathSelf:
+		return checkStream(s, dst.dev)
+	}
+	if err := checkStream(s, b.key.dev); err != nil {
+		return err
+	}
+	if err := acquire(dst, src); err != nil {
+		return err
+	}
+	defer release(dst, src)
+	switch path {
+	case PathDevice:
+		return deviceToDevice(dst, src, b, s, cfg)
+	case PathHostToDevice:
+		return hostToDevice(dst, src, b, s, cfg)
+	}
+	return deviceToHost(dst, src, b, s, cfg)
 }
 
 func applyOptions(opts []CopyOption) copyConfig {
@@ -176,42 +222,31 @@ func checkStream(s *cuda.Stream, dev *cuda.Device) error {
 	return nil
 }
 
-var planPool = sync.Pool{New: func() any { return new(layout.Plan) }}
-
 // overlaps reports whether the spans of two views share a byte.
 func overlaps(a, b *StridedMemoryView) bool {
 	return a.span > 0 && b.span > 0 && a.low < b.low+uintptr(b.span) && b.low < a.low+uintptr(a.span)
 }
 
-func deviceToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
-	dev := dst.dev
-	if err := checkStream(s, dev); err != nil {
-		return err
-	}
-	p := planPool.Get().(*layout.Plan)
-	defer planPool.Put(p)
+// deviceToDevice queues the device copy b.k from src into dst, after a
+// snapshot of src's span into a temporary when the views overlap.
+func deviceToDevice(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
 	srcLow := cuda.DevicePtr(src.low)
-	var tmp *cuda.Buffer
 	if overlaps(dst, src) {
-		// Snapshot src's span first.
-		var err error
-		if tmp, err = allocDevice(cfg, dev, int(src.span), s); err != nil {
+		tmp, err := allocDevice(cfg, b.key.dev, int(src.span), s)
+		if err != nil {
 			return err
 		}
 		defer tmp.Close()
-		if err := dev.MemcpyAsync(tmp.Ptr(), srcLow, int(src.span), s); err != nil {
+		if err := b.key.dev.MemcpyAsync(tmp.Ptr(), srcLow, int(src.span), s); err != nil {
 			return err
 		}
 		srcLow = tmp.Ptr()
 	}
-	if err := layout.PlanCopyInto(p, dst.l, src.l, kernels.PlanOptions(dev, cuda.DevicePtr(dst.low), srcLow, dst.l.Itemsize())); err != nil {
-		return err
-	}
-	if err := kernels.Launch(dev, s, cuda.DevicePtr(dst.low), srcLow, p); err != nil {
+	if err := b.k.Enqueue(s, cuda.DevicePtr(dst.low), srcLow); err != nil {
 		return err
 	}
 	if cfg.blocking > 0 {
-		return s.Synchronize()
+		return incomplete(s.Synchronize())
 	}
 	return nil
 }
@@ -226,16 +261,26 @@ func hostToHost(dst, src *StridedMemoryView, s *cuda.Stream) error {
 	return hostcopy.Copy(dst.hostBytes(), dst.l, src.hostBytes(), src.l)
 }
 
+// allocDevice returns a device temporary of size bytes, aligned to 16
+// bytes at least (the device copies of a binding are planned with that
+// alignment for temporaries): from the copy's Allocator if it has one,
+// else dev.Alloc (256-byte aligned). A buffer the allocator gets wrong is
+// closed and reported.
 func allocDevice(cfg copyConfig, dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
 	size = max(size, 1)
-	if cfg.alloc != nil {
-		b, err := cfg.alloc.AllocDevice(dev, size, s)
-		if err == nil && (b == nil || b.Size() < size || b.Kind() != cuda.MemoryDevice && b.Kind() != cuda.MemoryManaged) {
-			err = fmt.Errorf("memview: allocator gave %v for %d bytes of device memory: %w", b, size, cuda.ErrInvalidValue)
-		}
-		return b, err
+	if cfg.alloc == nil {
+		return dev.Alloc(size, s)
 	}
-	return dev.Alloc(size, s)
+	b, err := cfg.alloc.AllocDevice(dev, size, s)
+	if err == nil && (b == nil || b.Size() < size || b.Kind() != cuda.MemoryDevice && b.Kind() != cuda.MemoryManaged ||
+		b.Device() != dev || kernels.PtrAlign(uintptr(b.Ptr())) < layout.MaxVectorBytes) {
+		err = fmt.Errorf("memview: allocator gave %v for %d bytes of 16-byte aligned device memory on %v: %w", b, size, dev, cuda.ErrInvalidValue)
+		if b != nil {
+			b.Close()
+		}
+		return nil, err
+	}
+	return b, err
 }
 
 // incomplete marks err as a failure after data started moving.

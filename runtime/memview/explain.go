@@ -2,6 +2,7 @@ package memview
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
@@ -41,7 +42,8 @@ func (p Path) String() string {
 	return fmt.Sprintf("Path(%d)", uint8(p))
 }
 
-// CopyPlan says how CopyFrom would copy one pair of views.
+// CopyPlan says how CopyFrom copies one pair of views: the bound launch
+// itself (see Bind), so what is explained is what runs.
 type CopyPlan struct {
 	Path Path
 	// Plan is the copy the work is planned as: for PathHost the CPU copy,
@@ -53,55 +55,90 @@ type CopyPlan struct {
 	// DstAlign and SrcAlign are the alignments of the two lowest bytes the
 	// plan was made with (16 means 16 or more).
 	DstAlign, SrcAlign int
+	// Kernel is the name of the kernel launched ("" when none runs:
+	// PathHost, PathSelf, or a device copy that is one memcpy or nothing).
+	Kernel string
+	// Grid, Block and Shared are the kernel's launch configuration (grid
+	// and block sizes, bytes of dynamic shared memory), and ArgBytes the
+	// size of its packed argument block.
+	Grid, Block      cuda.Dim3
+	Shared, ArgBytes int
 	// Staged reports a host transfer through pinned staging buffers (else
 	// one DMA, between pinned gap-free host memory and the image).
 	Staged bool
 	// Temporary reports a device temporary for the host view's image (else
 	// the image is the device view's own bytes, no kernel runs).
 	Temporary bool
-	// Snapshot reports that the views overlap: src is staged first.
+	// Snapshot reports that the views overlap: src is copied to a
+	// temporary first.
 	Snapshot bool
 }
 
-// Explain returns how v.CopyFrom(src, …) would copy, without copying: the
-// path, the plan, the alignments used and the staging. It fails as CopyFrom
-// would on views that cannot be copied (checks that need a stream aside).
-func (v *StridedMemoryView) Explain(src *StridedMemoryView) (CopyPlan, error) {
-	var cp CopyPlan
-	if err := checkCopy(v, src); err != nil {
-		return cp, err
+// String describes the copy in one line: path, plan and launch.
+func (c CopyPlan) String() string {
+	s := fmt.Sprintf("%v: %v", c.Path, c.Plan.Sig)
+	if c.Path == PathHost {
+		s = fmt.Sprintf("%v: runtime/hostcopy, %v plan", c.Path, c.Plan.Sig.Class)
 	}
-	path, err := route(v, src)
-	cp.Path = path
-	switch {
-	case err != nil:
-	case path == PathSelf:
-		return cp, nil
-	case path == PathHost:
+	if c.Kernel != "" {
+		s += fmt.Sprintf(", kernel %s grid (%d,%d,%d) block (%d,%d,%d) shared %d B, args %d B",
+			c.Kernel, c.Grid.X, c.Grid.Y, c.Grid.Z, c.Block.X, c.Block.Y, c.Block.Z, c.Shared, c.ArgBytes)
+	}
+	for _, f := range []struct {
+		on   bool
+		name string
+	}{{c.Staged, "staged"}, {c.Temporary, "temporary"}, {c.Snapshot, "snapshot"}} {
+		if f.on {
+			s += ", " + f.name
+		}
+	}
+	return s
+}
+
+// Explain returns how v.CopyFrom(src, …) copies, without copying: the path
+// and the bound launch CopyFrom uses (the same binding, made and cached
+// here if it does not exist yet). It fails as CopyFrom would on views that
+// cannot be copied (checks that need a stream aside).
+func (v *StridedMemoryView) Explain(src *StridedMemoryView) (CopyPlan, error) {
+	if err := checkCopy(v, src); err != nil {
+		return CopyPlan{}, err
+	}
+	path, b, err := bindingOf(v, src)
+	if err != nil {
+		return CopyPlan{}, fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
+	}
+	cp := explain(path, b)
+	cp.Snapshot = path != PathSelf && overlaps(v, src)
+	if path == PathHost {
 		cp.DstAlign, cp.SrcAlign = kernels.PtrAlign(v.low), kernels.PtrAlign(src.low)
 		err = layout.PlanCopyInto(&cp.Plan, v.l, src.l, layout.PlanOptions{DstAlign: cp.DstAlign, SrcAlign: cp.SrcAlign})
-	case path == PathDevice:
-		cp.Snapshot = overlaps(v, src)
-		srcLow := cuda.DevicePtr(src.low)
-		if cp.Snapshot {
-			srcLow = 256
-		}
-		opt := kernels.PlanOptions(v.dev, cuda.DevicePtr(v.low), srcLow, v.l.Itemsize())
-		cp.DstAlign, cp.SrcAlign = opt.DstAlign, opt.SrcAlign
-		err = layout.PlanCopyInto(&cp.Plan, v.l, src.l, opt)
-	case path == PathHostToDevice:
-		var h hostPlan
-		h, err = planHostToDevice(v, src, &cp.Plan)
-		cp.Staged, cp.Temporary = !h.oneDMA, !h.toView
-		cp.DstAlign, cp.SrcAlign = kernels.PtrAlign(v.low), 16
-	default:
-		var h hostPlan
-		h, err = planDeviceToHost(v, src, &cp.Plan)
-		cp.Staged, cp.Temporary = !h.oneDMA, !h.toView
-		cp.DstAlign, cp.SrcAlign = 16, kernels.PtrAlign(src.low)
 	}
 	if err != nil {
 		return CopyPlan{}, fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
 	}
 	return cp, nil
+}
+
+// explain reports binding b (nil for PathHost and PathSelf).
+func explain(path Path, b *binding) CopyPlan {
+	cp := CopyPlan{Path: path}
+	if b == nil {
+		return cp
+	}
+	k := b.k
+	cp.Plan, cp.DstAlign, cp.SrcAlign = k.Plan, k.DstAlign, k.SrcAlign
+	// The caller's copy: the binding's plan stays as it was made.
+	cp.Plan.Shape, cp.Plan.Tile = slices.Clone(k.Plan.Shape), slices.Clone(k.Plan.Tile)
+	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
+	if path != PathDevice {
+		cp.Staged, cp.Temporary = !b.h.oneDMA, !b.h.toView
+		if b.h.toView {
+			return cp // the image goes straight in or out: no kernel
+		}
+	}
+	if k.Kernel != "" {
+		cp.Kernel, cp.Grid, cp.Block = k.Kernel, cuda.Dim3(k.Launch.Grid), cuda.Dim3(k.Launch.Block)
+		cp.Shared, cp.ArgBytes = k.Launch.Shared, len(k.Args)
+	}
+	return cp
 }

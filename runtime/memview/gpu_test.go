@@ -9,14 +9,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
-	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/runtime/jit"
 )
 
 // The GPU suite: random pairs of every kind (internal/pairgen: ranks 1–8,
@@ -294,68 +291,6 @@ func transposePair(tb testing.TB, dev *cuda.Device, s *cuda.Stream, n int64) (ds
 	return dst, src, srcT
 }
 
-// BenchmarkDispatch is the host time of a cached device copy (a 32×32 and a
-// 128×128 float32 transpose, queued back to back, synchronised every 256),
-// beside BenchmarkBareLaunch: cuLaunchKernel of the same kernel with its
-// arguments packed once, the driver's floor.
-func BenchmarkDispatch(b *testing.B) {
-	for _, n := range []int64{32, 128} {
-		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
-			dev := testenv.NeedGPU(b)
-			s := testenv.NewStream(b, dev)
-			dst, _, srcT := transposePair(b, dev, s, n)
-			if err := dst.CopyFrom(srcT, s); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := dst.CopyFrom(srcT, s); err != nil {
-					b.Fatal(err)
-				}
-				if i%256 == 255 {
-					s.Synchronize()
-				}
-			}
-			b.StopTimer()
-			s.Synchronize()
-		})
-	}
-}
-
-// BenchmarkBareLaunch launches the kernel of BenchmarkDispatch's copies
-// with cuda.Launch and arguments packed once: what is left of a copy's
-// host time when planning, lookup and packing cost nothing.
-func BenchmarkBareLaunch(b *testing.B) {
-	for _, n := range []int64{32, 128} {
-		b.Run(fmt.Sprintf("%dx%d", n, n), func(b *testing.B) {
-			dev := testenv.NeedGPU(b)
-			s := testenv.NewStream(b, dev)
-			dst, _, srcT := transposePair(b, dev, s, n)
-			cp, err := dst.Explain(srcT)
-			if err != nil {
-				b.Fatal(err)
-			}
-			launch, err := bareLauncher(dev, &cp.Plan, cuda.DevicePtr(dst.low), cuda.DevicePtr(srcT.low))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := launch(s); err != nil {
-					b.Fatal(err)
-				}
-				if i%256 == 255 {
-					s.Synchronize()
-				}
-			}
-			b.StopTimer()
-			s.Synchronize()
-		})
-	}
-}
-
 // BenchmarkHostTransfer moves 256 MiB float32 views between pinned or
 // pageable host memory and the device: contiguous (one DMA, the baseline),
 // transposed and flipped (permutations of a dense buffer: one DMA and a
@@ -409,22 +344,4 @@ func BenchmarkHostTransfer(b *testing.B) {
 			})
 		}
 	}
-}
-
-// bareLauncher returns a launch of p's kernel with its arguments packed
-// once, for BenchmarkBareLaunch.
-func bareLauncher(dev *cuda.Device, p *layout.Plan, dst, src cuda.DevicePtr) (func(*cuda.Stream) error, error) {
-	fn, k, err := jit.Default.Kernel(dev, p.Sig)
-	if err != nil {
-		return nil, err
-	}
-	args := make([]byte, gen.ArgsSize(p.Sig))
-	l, err := gen.Pack(p.Sig, k.Knobs, p, dev.SMCount(), args)
-	if err != nil {
-		return nil, err
-	}
-	d, s := dst+cuda.DevicePtr(p.DstOffset), src+cuda.DevicePtr(p.SrcOffset)
-	return func(st *cuda.Stream) error {
-		return cuda.Launch(fn, l.Grid, l.Block, l.Shared, st, unsafe.Pointer(&d), unsafe.Pointer(&s), unsafe.Pointer(&args[0]))
-	}, nil
 }

@@ -220,69 +220,82 @@ func copyBytes(dst, src []byte) error {
 }
 
 // hostPlan is how a host transfer runs: the host view's compact form c,
-// whether the host view is c itself (direct: its bytes are the image), the
-// device plan p between the image and the device view, and whether the
-// image goes straight into or out of the device view (no temporary).
+// whether the host view is c itself (direct: its bytes are the image),
+// whether the image goes straight into or out of the device view (no
+// temporary), whether it crosses the bus as one DMA (pinned and direct),
+// the image's bytes, and the largest staging piece.
 type hostPlan struct {
 	c         layout.Layout
 	direct    bool
 	toView    bool
-	oneDMA    bool // pinned and direct: one asynchronous DMA
+	oneDMA    bool
 	imageSpan int64
+	maxPiece  int64
 }
 
-// planHostToDevice plans src (host) → dst (device) into p.
-func planHostToDevice(dst, src *StridedMemoryView, p *layout.Plan) (hostPlan, error) {
-	var h hostPlan
-	c, err := compact(src.l)
+// bindHost fills b.h (but toView) and b.pieces for host view hv: its
+// compact form and, when the transfer stages, the pieces.
+func (b *binding) bindHost(hv *StridedMemoryView) error {
+	c, err := compact(hv.l)
 	if err != nil {
-		return h, err
-	}
-	h.c, h.direct, h.imageSpan = c, c.Equal(src.l), c.RequiredSizeInBytes()
-	h.oneDMA = h.direct && src.kind == cuda.MemoryHost
-	// The image lands in a fresh (256-byte aligned) temporary or in dst.
-	opt := kernels.PlanOptions(dst.dev, cuda.DevicePtr(dst.low), 256, dst.l.Itemsize())
-	if err := layout.PlanCopyInto(p, dst.l, c, opt); err != nil {
-		return h, err
-	}
-	h.toView = p.Sig.Class == layout.ClassMemcpy && p.SrcOffset == 0 && p.Bytes == h.imageSpan
-	return h, nil
-}
-
-// planDeviceToHost plans src (device) → dst (host) into p.
-func planDeviceToHost(dst, src *StridedMemoryView, p *layout.Plan) (hostPlan, error) {
-	var h hostPlan
-	c, err := compact(dst.l)
-	if err != nil {
-		return h, err
-	}
-	h.c, h.direct, h.imageSpan = c, c.Equal(dst.l), c.RequiredSizeInBytes()
-	h.oneDMA = h.direct && dst.kind == cuda.MemoryHost
-	opt := kernels.PlanOptions(src.dev, 256, cuda.DevicePtr(src.low), dst.l.Itemsize())
-	if err := layout.PlanCopyInto(p, c, src.l, opt); err != nil {
-		return h, err
-	}
-	h.toView = p.Sig.Class == layout.ClassMemcpy && p.DstOffset == 0 && p.Bytes == h.imageSpan
-	return h, nil
-}
-
-func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
-	dev := dst.dev
-	if err := checkStream(s, dev); err != nil {
 		return err
 	}
-	p := planPool.Get().(*layout.Plan)
-	defer planPool.Put(p)
-	h, err := planHostToDevice(dst, src, p)
-	if err != nil || p.Sig.Class == layout.ClassNone {
+	b.h = hostPlan{c: c, direct: c.Equal(hv.l), imageSpan: c.RequiredSizeInBytes()}
+	b.h.oneDMA = b.h.direct && hv.kind == cuda.MemoryHost
+	if b.h.oneDMA {
+		return nil
+	}
+	if b.pieces, err = pieces(hv.l, c, b.h.direct); err != nil {
 		return err
+	}
+	for _, p := range b.pieces {
+		b.h.maxPiece = max(b.h.maxPiece, p.n)
+	}
+	return nil
+}
+
+// bindUpload binds src (host) → dst (device): the image lands in a
+// temporary, or in dst when the device copy would be a memcpy of the whole
+// image (then no kernel runs).
+func (b *binding) bindUpload(dst, src *StridedMemoryView) error {
+	if err := b.bindHost(src); err != nil {
+		return err
+	}
+	var err error
+	if b.k, err = kernels.Bind(b.key.dev, dst.l, b.h.c, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
+		return err
+	}
+	p := &b.k.Plan
+	b.h.toView = p.Sig.Class == layout.ClassMemcpy && p.SrcOffset == 0 && p.Bytes == b.h.imageSpan
+	return nil
+}
+
+// bindDownload binds src (device) → dst (host), as bindUpload the other
+// way.
+func (b *binding) bindDownload(dst, src *StridedMemoryView) error {
+	if err := b.bindHost(dst); err != nil {
+		return err
+	}
+	var err error
+	if b.k, err = kernels.Bind(b.key.dev, b.h.c, src.l, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
+		return err
+	}
+	p := &b.k.Plan
+	b.h.toView = p.Sig.Class == layout.ClassMemcpy && p.DstOffset == 0 && p.Bytes == b.h.imageSpan
+	return nil
+}
+
+func hostToDevice(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
+	dev, h, p := b.key.dev, &b.h, &b.k.Plan
+	if p.Sig.Class == layout.ClassNone {
+		return nil
 	}
 	var img cuda.DevicePtr
-	var tmp *cuda.Buffer
 	if h.toView {
 		img = cuda.DevicePtr(dst.low) + cuda.DevicePtr(p.DstOffset)
 	} else {
-		if tmp, err = allocDevice(cfg, dev, int(h.imageSpan), s); err != nil {
+		tmp, err := allocDevice(cfg, dev, int(h.imageSpan), s)
+		if err != nil {
 			return err
 		}
 		defer tmp.Close()
@@ -292,11 +305,11 @@ func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 		if err := dev.CopyHtoDAsync(img, cuda.DevicePtr(src.low), int(h.imageSpan), s); err != nil {
 			return err
 		}
-	} else if err := uploadStaged(dev, s, cfg, img, src, h.c, h.direct); err != nil {
+	} else if err := uploadStaged(b, s, cfg, img, src); err != nil {
 		return incomplete(err)
 	}
-	if tmp != nil {
-		if err := kernels.Launch(dev, s, cuda.DevicePtr(dst.low), img, p); err != nil {
+	if !h.toView {
+		if err := b.k.Enqueue(s, cuda.DevicePtr(dst.low), img); err != nil {
 			return incomplete(err)
 		}
 	}
@@ -306,29 +319,12 @@ func hostToDevice(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 	return incomplete(s.Synchronize())
 }
 
-// staged returns the pieces in which host view hl and its compact image c
-// move (see pieces), and a stager whose buffers hold the largest.
-func staged(dev *cuda.Device, cfg copyConfig, hl, c layout.Layout, direct bool) ([]piece, *stager, error) {
-	ps, err := pieces(hl, c, direct)
-	if err != nil {
-		return nil, nil, err
-	}
-	size := int64(0)
-	for _, p := range ps {
-		size = max(size, p.n)
-	}
-	st, err := newStager(dev, cfg, size)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ps, st, nil
-}
-
 // uploadStaged moves the compact image of host view src to img through the
 // pinned staging buffers, the gather of one chunk overlapping the DMA of the
 // one before.
-func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView, c layout.Layout, direct bool) error {
-	ps, st, err := staged(dev, cfg, src.l, c, direct)
+func uploadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView) error {
+	dev, ps := b.key.dev, b.pieces
+	st, err := newStager(dev, cfg, b.h.maxPiece)
 	if err != nil {
 		return err
 	}
@@ -360,16 +356,10 @@ func uploadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.Dev
 	return st.close()
 }
 
-func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
-	dev := src.dev
-	if err := checkStream(s, dev); err != nil {
-		return err
-	}
-	p := planPool.Get().(*layout.Plan)
-	defer planPool.Put(p)
-	h, err := planDeviceToHost(dst, src, p)
-	if err != nil || p.Sig.Class == layout.ClassNone {
-		return err
+func deviceToHost(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
+	dev, h, p := b.key.dev, &b.h, &b.k.Plan
+	if p.Sig.Class == layout.ClassNone {
+		return nil
 	}
 	var img cuda.DevicePtr
 	if h.toView {
@@ -380,7 +370,7 @@ func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 			return err
 		}
 		defer tmp.Close()
-		if err := kernels.Launch(dev, s, tmp.Ptr(), cuda.DevicePtr(src.low), p); err != nil {
+		if err := b.k.Enqueue(s, tmp.Ptr(), cuda.DevicePtr(src.low)); err != nil {
 			return err
 		}
 		img = tmp.Ptr()
@@ -394,14 +384,15 @@ func deviceToHost(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) e
 		}
 		return incomplete(s.Synchronize())
 	}
-	return incomplete(downloadStaged(dev, s, cfg, img, dst, h.c, h.direct))
+	return incomplete(downloadStaged(b, s, cfg, img, dst))
 }
 
 // downloadStaged moves img, the compact image of host view dst, through the
 // pinned staging buffers, the scatter of one chunk overlapping the DMA of
 // the next.
-func downloadStaged(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, dst *StridedMemoryView, c layout.Layout, direct bool) error {
-	ps, st, err := staged(dev, cfg, dst.l, c, direct)
+func downloadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, dst *StridedMemoryView) error {
+	dev, ps := b.key.dev, b.pieces
+	st, err := newStager(dev, cfg, b.h.maxPiece)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,140 @@
+package kernels
+
+import (
+	"fmt"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/jit"
+)
+
+// Bound is a device copy between two layouts, derived once: what Bind
+// computed from the layouts, the pointers' alignment and the device, so
+// that Enqueue only queues the work. It is immutable and safe for
+// concurrent use; any number of copies between views of these layouts
+// (and at least these alignments) on this device may enqueue it, each with
+// its own pointers.
+type Bound struct {
+	// Plan is the copy's plan: its signature names the kernel.
+	Plan layout.Plan
+	// DstAlign and SrcAlign are the alignments of the lowest bytes the plan
+	// was made for (16 means 16 or more).
+	DstAlign, SrcAlign int
+	// Kernel is the kernel's name ("" for ClassNone and ClassMemcpy, which
+	// launch none).
+	Kernel string
+	// Knobs are the launch knobs the kernel was rendered and packed with.
+	Knobs gen.Knobs
+	// Launch is the grid, block and dynamic shared memory of the launch.
+	Launch gen.Launch
+	// Args is the packed argument block (gen.Pack).
+	Args []byte
+
+	fn  atomic.Pointer[cuda.Function] // loaded on first use (load)
+	dev *cuda.Device
+}
+
+// Bind plans the copy of every element of a src view of layout src into a
+// dst view of layout dst on dev, for views whose lowest bytes are aligned
+// to dstAlign and srcAlign (PtrAlign of the real pointers), picks the
+// kernel the plan names (jit.For: a registered one, else one rendered with
+// dev's tuning) and packs its arguments. The kernel is loaded (compiled on
+// first use, through jit.Default) by the first Enqueue or Function, so
+// binding needs no GPU work and describing a copy (memview's Explain)
+// compiles nothing. It fails as layout.PlanCopy does, or when no kernel
+// exists for the plan.
+func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bound, error) {
+	b := &Bound{DstAlign: dstAlign, SrcAlign: srcAlign, dev: dev}
+	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
+		return nil, err
+	}
+	if c := b.Plan.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
+		if dev == nil {
+			return nil, fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
+		}
+		return b, nil
+	}
+	if dev == nil {
+		return nil, fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
+	}
+	k, err := jit.For(b.Plan.Sig, dev.Arch())
+	if err != nil {
+		return nil, err
+	}
+	return b, b.pack(dev, k.Name, k.Knobs)
+}
+
+// BindPlan binds plan p to a kernel the caller loaded itself: fn, named
+// name, rendered with knobs k for p's signature (the tuner's candidates).
+func BindPlan(p *layout.Plan, fn cuda.Function, name string, k gen.Knobs) (*Bound, error) {
+	b := &Bound{Plan: *p, DstAlign: 16, SrcAlign: 16, dev: fn.Device()}
+	b.fn.Store(&fn)
+	return b, b.pack(fn.Device(), name, k)
+}
+
+// pack fills the kernel's part of b for a kernel named name, rendered with
+// knobs k, on dev.
+func (b *Bound) pack(dev *cuda.Device, name string, k gen.Knobs) error {
+	sm := 0
+	if b.Plan.Sig.Class == layout.ClassContiguous || b.Plan.Sig.Class == layout.ClassBoxTile {
+		sm = dev.SMCount()
+	}
+	b.Kernel, b.Knobs = name, k
+	b.Args = make([]byte, gen.ArgsSize(b.Plan.Sig))
+	l, err := gen.Pack(b.Plan.Sig, k, &b.Plan, sm, b.Args)
+	b.Launch = l
+	return err
+}
+
+// Enqueue queues the copy on stream s (nil: the legacy default stream)
+// between views whose lowest bytes are dst and src, aligned at least as
+// Bind was told (the plan's offsets are added here). It returns once the
+// work is queued and allocates nothing.
+func (b *Bound) Enqueue(s *cuda.Stream, dst, src cuda.DevicePtr) error {
+	d := dst + cuda.DevicePtr(b.Plan.DstOffset)
+	sp := src + cuda.DevicePtr(b.Plan.SrcOffset)
+	switch b.Plan.Sig.Class {
+	case layout.ClassNone:
+		return nil
+	case layout.ClassMemcpy:
+		return b.dev.MemcpyAsync(d, sp, int(b.Plan.Bytes), s)
+	}
+	fn := b.fn.Load()
+	if fn == nil {
+		f, err := b.Function()
+		if err != nil {
+			return err
+		}
+		fn = &f
+	}
+	l := &b.Launch
+	return cuda.Launch(*fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, s, unsafe.Pointer(&d), unsafe.Pointer(&sp), unsafe.Pointer(&b.Args[0]))
+}
+
+// Function returns the kernel, loading it on first use (the zero Function
+// for ClassNone and ClassMemcpy, which launch none): with Args and Launch,
+// what a bare cuLaunchKernel of the copy needs (stridebench's launch
+// floor).
+func (b *Bound) Function() (cuda.Function, error) {
+	if fn := b.fn.Load(); fn != nil || b.Kernel == "" {
+		if fn == nil {
+			return cuda.Function{}, nil
+		}
+		return *fn, nil
+	}
+	fn, k, err := jit.Default.Kernel(b.dev, b.Plan.Sig)
+	if err != nil {
+		return cuda.Function{}, err
+	}
+	if k.Name != b.Kernel || k.Knobs != b.Knobs {
+		return cuda.Function{}, fmt.Errorf("kernels: %v: bound to %s, the cache serves %s: %w", b.Plan.Sig, b.Kernel, k.Name, gen.ErrPlan)
+	}
+	b.fn.Store(&fn)
+	return fn, nil
+}
+
+// Device returns the device the copy was bound on.
+func (b *Bound) Device() *cuda.Device { return b.dev }

@@ -1,0 +1,170 @@
+package memview
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/stridekit/stridekit/kernels"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// A binding is everything a copy between two views needs that depends on
+// their layouts, memory kinds, device and pointer alignment but not on the
+// addresses themselves: the path, the device launch (kernels.Bound) and,
+// for host transfers, the host view's compact image and its staging
+// pieces. It is computed once (bind) and kept in the process's binding
+// cache, so a repeated copy of the same pair, or of views laid out the
+// same at other addresses of the same alignment, plans nothing. Immutable.
+type binding struct {
+	key      bindKey
+	dst, src layout.Layout // the key's layouts, to confirm a hash match
+	path     Path
+	// k is the device copy: the whole copy for PathDevice; for host
+	// transfers, between the host view's compact image and the device view
+	// (its plan's class is ClassMemcpy when the image goes straight into
+	// or out of the device view).
+	k *kernels.Bound
+	// h and pieces are how a host transfer moves the image (transfer.go).
+	h      hostPlan
+	pieces []piece
+}
+
+// bindKey is what a binding depends on: the device, the path, the memory
+// kinds (pinned or pageable host memory decides whether a transfer is one
+// DMA), the alignments of the two lowest bytes the device copy is planned
+// with, and a hash of both layouts (confirmed with Layout.Equal).
+type bindKey struct {
+	dev                *cuda.Device
+	hash               uint64
+	path               Path
+	dstKind, srcKind   cuda.MemoryKind
+	dstAlign, srcAlign uint8
+}
+
+// maxBindings bounds the binding cache; past it, an arbitrary binding is
+// dropped for each new one (a program that copies more distinct pairs than
+// this re-plans some of them, nothing worse).
+const maxBindings = 4096
+
+// bindings is the process's binding cache, safe for concurrent use.
+var bindings = struct {
+	mu sync.RWMutex
+	m  map[bindKey]*binding
+}{m: map[bindKey]*binding{}}
+
+// keyOf returns the binding key of a copy from src into dst on path p, with
+// the device copy planned for lowest bytes aligned to dstAlign and
+// srcAlign.
+func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) bindKey {
+	dev := dst.dev
+	if dev == nil {
+		dev = src.dev
+	}
+	h := dst.l.Hash()
+	h ^= src.l.Hash()*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	return bindKey{dev: dev, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
+}
+
+// lookup returns the cached binding of key for the two views' layouts, or
+// nil.
+func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
+	bindings.mu.RLock()
+	b := bindings.m[key]
+	bindings.mu.RUnlock()
+	if b != nil && b.dst.Equal(dst.l) && b.src.Equal(src.l) {
+		return b
+	}
+	return nil
+}
+
+// store adds b to the cache, dropping an arbitrary binding when full.
+func store(b *binding) {
+	bindings.mu.Lock()
+	defer bindings.mu.Unlock()
+	if len(bindings.m) >= maxBindings {
+		for k := range bindings.m {
+			delete(bindings.m, k)
+			break
+		}
+	}
+	bindings.m[b.key] = b
+}
+
+// forget drops every cached binding (tests, and after a failure that may
+// have come from a stale binding).
+func forget() {
+	bindings.mu.Lock()
+	clear(bindings.m)
+	bindings.mu.Unlock()
+}
+
+// bindingFor returns the binding of a copy from src into dst on path p
+// (PathDevice, PathHostToDevice or PathDeviceToHost), whose device copy
+// runs between lowest bytes aligned to dstAlign and srcAlign: the cached
+// one, else one made now and cached.
+func bindingFor(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) (*binding, error) {
+	key := keyOf(dst, src, p, dstAlign, srcAlign)
+	if b := lookup(key, dst, src); b != nil {
+		return b, nil
+	}
+	b, err := bind(key, dst, src)
+	if err != nil {
+		return nil, err
+	}
+	store(b)
+	return b, nil
+}
+
+// bind makes the binding of key for views dst and src.
+func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
+	b := &binding{key: key, dst: dst.l, src: src.l, path: key.path}
+	var err error
+	switch key.path {
+	case PathDevice:
+		b.k, err = kernels.Bind(key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
+	case PathHostToDevice:
+		err = b.bindUpload(dst, src)
+	case PathDeviceToHost:
+		err = b.bindDownload(dst, src)
+	default:
+		err = fmt.Errorf("memview: no binding for path %v", key.path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// acquire holds the buffers of dst and src open (their Close waits) until
+// release: a copy holds them while it queues work on their memory, so Close
+// never frees memory under a launch being queued. It fails with ErrClosed
+// when either view or its buffer is closed.
+func acquire(dst, src *StridedMemoryView) error {
+	if err := dst.buf.Acquire(); err != nil {
+		return fmt.Errorf("dst: %w", err)
+	}
+	if src.buf != dst.buf {
+		if err := src.buf.Acquire(); err != nil {
+			dst.buf.Release()
+			return fmt.Errorf("src: %w", err)
+		}
+	}
+	if dst.closed() || src.closed() {
+		release(dst, src)
+		return ErrClosed
+	}
+	return nil
+}
+
+// release ends acquire's hold.
+func release(dst, src *StridedMemoryView) {
+	if src.buf != dst.buf {
+		src.buf.Release()
+	}
+	dst.buf.Release()
+}
+
+// errUnbound reports a BoundCopy given views it was not made for.
+var errUnbound = errors.New("memview: views do not match the bound copy")

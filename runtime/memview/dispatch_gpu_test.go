@@ -1,0 +1,156 @@
+package memview
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// The host time of a copy, per kernel class: a repeated CopyFrom (a cached
+// binding), a held BoundCopy, the first copy of a new pair whose kernel is
+// loaded (a binding made), and the driver's floor under them: cuda.Launch
+// of the same kernel with the same packed arguments. Small copies, queued
+// back to back, the stream synchronised every 256, so the time is the
+// host's. Compare each against Floor of the same class in the same run.
+
+// dispatchCase is a small copy of one kernel class: its views and the
+// class its plan must have.
+type dispatchCase struct {
+	name     string
+	class    layout.Class
+	dst, src *StridedMemoryView
+}
+
+// dispatchCases returns one small copy of every kernel class, placed in a
+// fresh device buffer.
+func dispatchCases(tb testing.TB, dev *cuda.Device, s *cuda.Stream) []dispatchCase {
+	buf, err := dev.Alloc(1<<20, s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { buf.Close() })
+	view := func(off int64, shape, strides []int64, item int) *StridedMemoryView {
+		l, err := layout.New(shape, strides, item)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		whole, err := FromBuffer(buf, mustDense(tb, 1<<20), layout.Uint8)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		dt, _ := layout.Opaque(item)
+		v, err := whole.ViewAt(off, l, dt)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
+	}
+	const half = 1 << 19
+	return []dispatchCase{
+		{"tile-f32-128x128", layout.ClassTile, view(0, []int64{128, 128}, nil, 4), view(half, []int64{128, 128}, []int64{1, 128}, 4)},
+		{"btile-u8-16KiB-perm", layout.ClassBoxTile, view(0, []int64{16, 32, 32}, nil, 1), view(half, []int64{16, 32, 32}, []int64{1, 16, 512}, 1)},
+		{"elem-f32-slice2", layout.ClassElementwise, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{512, 2}, 4)},
+		{"bcast-f32-row", layout.ClassBroadcast, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 1}, 4)},
+		{"fill-f32", layout.ClassFill, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 0}, 4)},
+	}
+}
+
+func mustDense(tb testing.TB, n int64) layout.Layout {
+	l, err := layout.Dense([]int64{n}, 1, layout.C)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return l
+}
+
+// benchDispatch times, for each case, the copy function prepare returns
+// for it, b.N times on s, after checking the case's class and copying it
+// once (kernel loaded, binding cached).
+func benchDispatch(b *testing.B, prepare func(c dispatchCase) (func(s *cuda.Stream) error, error)) {
+	dev := testenv.NeedGPU(b)
+	s := testenv.NewStream(b, dev)
+	for _, c := range dispatchCases(b, dev, s) {
+		b.Run(c.name, func(b *testing.B) {
+			cp, err := c.dst.Explain(c.src)
+			if err != nil || cp.Plan.Sig.Class != c.class {
+				b.Fatalf("%s: plan %v (%v), want class %v", c.name, cp.Plan.Sig, err, c.class)
+			}
+			if err := c.dst.CopyFrom(c.src, s); err != nil {
+				b.Fatal(err)
+			}
+			copy, err := prepare(c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := copy(s); err != nil {
+					b.Fatal(err)
+				}
+				if i%256 == 255 {
+					s.Synchronize()
+				}
+			}
+			b.StopTimer()
+			if err := s.Synchronize(); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkDispatch is a repeated CopyFrom of the same views.
+func BenchmarkDispatch(b *testing.B) {
+	benchDispatch(b, func(c dispatchCase) (func(*cuda.Stream) error, error) {
+		return func(s *cuda.Stream) error { return c.dst.CopyFrom(c.src, s) }, nil
+	})
+}
+
+// BenchmarkBoundCopy is a held BoundCopy's Copy.
+func BenchmarkBoundCopy(b *testing.B) {
+	benchDispatch(b, func(c dispatchCase) (func(*cuda.Stream) error, error) {
+		bc, err := Bind(c.dst, c.src)
+		if err != nil {
+			return nil, err
+		}
+		return func(s *cuda.Stream) error { return bc.Copy(s) }, nil
+	})
+}
+
+// BenchmarkFirstCopy is the first copy of a pair whose kernel is loaded:
+// the binding cache (of one binding) is emptied before each copy, so every
+// copy plans, packs and caches its binding.
+func BenchmarkFirstCopy(b *testing.B) {
+	benchDispatch(b, func(c dispatchCase) (func(*cuda.Stream) error, error) {
+		return func(s *cuda.Stream) error {
+			forget()
+			return c.dst.CopyFrom(c.src, s)
+		}, nil
+	})
+}
+
+// BenchmarkFloor is cuda.Launch of each case's kernel with its bound
+// arguments and pointers: the driver's floor under a copy.
+func BenchmarkFloor(b *testing.B) {
+	benchDispatch(b, func(c dispatchCase) (func(*cuda.Stream) error, error) {
+		bc, err := Bind(c.dst, c.src)
+		if err != nil {
+			return nil, err
+		}
+		k := bc.Kernel()
+		d := cuda.DevicePtr(c.dst.low) + cuda.DevicePtr(k.Plan.DstOffset)
+		sp := cuda.DevicePtr(c.src.low) + cuda.DevicePtr(k.Plan.SrcOffset)
+		fn, err := k.Function()
+		if err != nil {
+			return nil, err
+		}
+		l := k.Launch
+		return func(s *cuda.Stream) error {
+			return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, s, unsafe.Pointer(&d), unsafe.Pointer(&sp), unsafe.Pointer(&k.Args[0]))
+		}, nil
+	})
+}
