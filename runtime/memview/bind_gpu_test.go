@@ -1,0 +1,205 @@
+package memview
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
+)
+
+// TestGPUBindingCacheConcurrent: 64 goroutines copy pairs drawn from a
+// shared set of 24 random layouts pairs at once, device to device, each in
+// buffers of its own (so they share bindings but not memory), and check
+// every result against runtime/hostcopy; half of them go through a held
+// BoundCopy rebound to their own views. The binding cache is emptied
+// midway, so bindings are made concurrently too. Run under -race as well.
+func TestGPUBindingCacheConcurrent(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	seed := gpuSeed(t)
+	r := rand.New(rand.NewPCG(seed, 5))
+	pairs := make([]pairgen.Pair, 24)
+	for i := range pairs {
+		pairs[i] = pairgen.Random(r, 64<<10)
+	}
+	const workers, reps = 64, 12
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			if err := bindingWorker(dev, w, seed, pairs, reps); err != nil {
+				errs <- fmt.Errorf("worker %d: %w", w, err)
+			}
+		})
+		if w == workers/2 {
+			forget()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// bindingWorker copies reps random pairs of pairs on a stream of its own,
+// checking each.
+func bindingWorker(dev *cuda.Device, w int, seed uint64, pairs []pairgen.Pair, reps int) error {
+	s, err := dev.NewStream(true)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	r := rand.New(rand.NewPCG(seed, uint64(w)))
+	for range reps {
+		c := pairs[r.IntN(len(pairs))]
+		if err := checkedCopy(dev, s, r, c, w%2 == 0); err != nil {
+			return fmt.Errorf("%v: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// checkedCopy copies pair c between fresh device buffers (through a
+// BoundCopy when bound) and compares dst's span with hostcopy's.
+func checkedCopy(dev *cuda.Device, s *cuda.Stream, r *rand.Rand, c pairgen.Pair, bound bool) error {
+	sb, db := c.Src.RequiredSizeInBytes(), c.Dst.RequiredSizeInBytes()
+	src := make([]byte, sb)
+	pairgen.Fill(r, src)
+	want := make([]byte, db)
+	pairgen.Poison(want)
+	got := bytes.Clone(want)
+	if err := hostcopy.Copy(want, c.Dst, src, c.Src); err != nil {
+		return err
+	}
+	sbuf, err := dev.Alloc(int(max(sb, 1)), s)
+	if err != nil {
+		return err
+	}
+	defer sbuf.Close()
+	dbuf, err := dev.Alloc(int(max(db, 1)), s)
+	if err != nil {
+		return err
+	}
+	defer dbuf.Close()
+	dt, _ := layout.Opaque(c.Dst.Itemsize())
+	sv, err := FromBuffer(sbuf, c.Src, dt)
+	if err != nil {
+		return err
+	}
+	dv, err := FromBuffer(dbuf, c.Dst, dt)
+	if err != nil {
+		return err
+	}
+	hs, _ := FromHost(src, bytesLayout(sb))
+	hd, _ := FromHost(got, bytesLayout(db))
+	whole := func(v *StridedMemoryView) *StridedMemoryView {
+		u, _ := v.View(bytesLayout(v.span), layout.Uint8)
+		return u
+	}
+	if err := whole(sv).CopyFrom(hs, s); err != nil {
+		return err
+	}
+	if err := whole(dv).CopyFrom(hd, s); err != nil {
+		return err
+	}
+	if bound {
+		bc, err := Bind(dv, sv)
+		if err == nil {
+			err = bc.Copy(s)
+		}
+		if err != nil {
+			return err
+		}
+	} else if err := dv.CopyFrom(sv, s); err != nil {
+		return err
+	}
+	if err := hd.CopyFrom(whole(dv), s); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return errors.New("dst differs from hostcopy's")
+	}
+	return nil
+}
+
+// TestGPUCopyAfterClose: copies racing with the Close of their source
+// buffer either run whole (before Close frees it) or fail with ErrClosed;
+// none launches on freed memory (compute-sanitizer's memcheck would see it)
+// or returns another error.
+func TestGPUCopyAfterClose(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	s := testenv.NewStream(t, dev)
+	const n = 256
+	l, _ := layout.Dense([]int64{n, n}, 4, layout.C)
+	dbuf, err := dev.Alloc(n*n*4, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dbuf.Close()
+	dv, _ := FromBuffer(dbuf, l, layout.Float32)
+	closed := 0
+	for round := range 20 {
+		sbuf, err := dev.Alloc(n*n*4, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sv, _ := FromBuffer(sbuf, l, layout.Float32)
+		st, _ := sv.Permute(1, 0)
+		bc, err := Bind(dv, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() {
+				for range 50 {
+					if i%2 == 0 {
+						errs[i] = dv.CopyFrom(st, s)
+					} else {
+						errs[i] = bc.Copy(s)
+					}
+					if errs[i] != nil {
+						return
+					}
+				}
+			})
+		}
+		if round%2 == 1 {
+			sbuf.Close()
+		}
+		wg.Wait()
+		sbuf.Close()
+		for _, err := range errs {
+			if err != nil && !errors.Is(err, ErrClosed) {
+				t.Fatalf("round %d: %v", round, err)
+			}
+			if err != nil {
+				closed++
+			}
+		}
+		if err := dv.CopyFrom(st, s); !errors.Is(err, ErrClosed) {
+			t.Fatalf("round %d: copy from a closed buffer: %v, want ErrClosed", round, err)
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d copies saw their buffer closed", closed)
+}
+
+// bytesLayout is n dense bytes.
+func bytesLayout(n int64) layout.Layout {
+	l, _ := layout.Dense([]int64{n}, 1, layout.C)
+	return l
+}
