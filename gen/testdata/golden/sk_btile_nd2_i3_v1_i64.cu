@@ -165,333 +165,366 @@ __device__ __forceinline__ void runtables(int x, const int* ord, int nrun, const
 	}
 	c = make_uint2(cc[0] | cc[1] << 16, cc[2] | cc[3] << 16);
 }
+// Tables is where a block keeps, in shared memory, what is the same for
+// every whole tile (at the offsets offG… of the argument block).
+struct Tables {
+	I* sOff;      // per src run: offset in src (G)
+	I* dOff;      // per dst run: offset in dst (H)
+	int* dBase;   // per dst run: shared-memory base (A)
+	int* dElem;   // per element of a dst run: shared-memory offset (B)
+	int* sSlot;   // per src run: slot (S)
+	uint2* sCoord; // per src run: ragged coordinates (Cs)
+	uint2* dCoord; // per dst run: ragged coordinates (Cd)
+};
+// tables places the tables in sm and fills them, once per block.
+__device__ __forceinline__ Tables tables(u8* sm, const A& a) {
+	Tables t = {(I*)(sm + a.offG), (I*)(sm + a.offH), (int*)(sm + a.offA), (int*)(sm + a.offB), (int*)(sm + a.offS), (uint2*)(sm + a.offCs), (uint2*)(sm + a.offCd)};
+	for (int j = threadIdx.x; j < a.rs; j += NT) {
+		I off = 0;
+		int s = 0;
+		runtables(j, a.sord, a.nsr, a, a.sstride, a.rgs, off, s, t.sCoord[j]);
+		t.sOff[j] = off;
+		t.sSlot[j] = s;
+	}
+	for (int m = threadIdx.x; m < a.rd; m += NT) {
+		I off = 0;
+		int s = a.c0;
+		runtables(m, a.dord, a.ndr, a, a.dstride, a.rgd, off, s, t.dCoord[m]);
+		t.dOff[m] = off;
+		t.dBase[m] = s;
+	}
+	for (int i = threadIdx.x; i < a.ld; i += NT) {
+		int x = i, s = 0;
+		for (int r = 0; r < a.ndr; r++) {
+			const int k = a.dord[r], t2 = (int)a.tile[k];
+			s += (x % t2) * a.w[k];
+			x /= t2;
+		}
+		t.dElem[i] = s;
+	}
+	return t;
+}
+// Tile is one tile of the launch: its first element's offsets in src and
+// dst, whether it is ragged (part), and if so the extents left along each
+// side's ragged dims (remS, remD) and the length of its runs (lenS, lenD).
+struct Tile {
+	I sb, db;
+	bool part;
+	int remS[4], remD[4];
+	int lenS, lenD;
+	int ph; // the tile's phase: the address modulo 4 of src run 0's lowest byte
+};
+// tileAt unravels tile number t (fast division by the chunks per dim).
+__device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
+	Tile c = {0, 0, false, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, a.ls, a.ld, 0};
+	U rest = t;
+#pragma unroll
+	for (int k = ND - 1; k >= 0; k--) {
+		const U q = sk_div(rest, a.cmul[k], a.cshr[k], a.chunks[k]);
+		const I i0 = (I)(rest - q * (U)a.chunks[k]) * (I)a.tile[k];
+		rest = q;
+		c.sb += i0 * (I)a.sstride[k];
+		c.db += i0 * (I)a.dstride[k];
+		const I rm = (I)a.shape[k] - i0;
+		if (rm < (I)a.tile[k]) {
+			c.part = true;
+#pragma unroll
+			for (int g = 0; g < 4; g++) {
+				if (a.rgs[g] == k) c.remS[g] = (int)rm;
+				if (a.rgd[g] == k) c.remD[g] = (int)rm;
+			}
+			if (a.lasts == k) c.lenS = a.ls / (int)a.tile[k] * (int)rm;
+			if (a.lastd == k) c.lenD = a.ld / (int)a.tile[k] * (int)rm;
+		}
+	}
+	c.ph = (int)(((unsigned long long)src + (unsigned long long)((c.sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & 3);
+	return c;
+}
+// runOf is the run-iteration prologue of every phase: work item it of a
+// phase with 2^lg threads per run is lane lane of run j; it reports false
+// when the run lies outside a ragged tile, else sets len to the run's
+// length (full, or the tile's partial length).
+__device__ __forceinline__ bool runOf(int it, int lg, bool part, const uint2* coords, const int (&rem)[4], int full, int partial, int& j, int& lane, int& len) {
+	j = it >> lg;
+	lane = it & ((1 << lg) - 1);
+	len = full;
+	if (part) {
+		if (!inside(coords[j], rem)) return false;
+		len = partial;
+	}
+	return true;
+}
+// loadWords stages contiguous src runs as the aligned words that cover
+// them, every word of the tile in flight at once. A word that reaches past
+// the src view's span (at its two ends only) moves byte by byte, only its
+// bytes in the span.
+__device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+	const u8* const slo = src + a.slo;
+	const u8* const shi = src + a.shi;
+	const int L = 1 << a.lgw;
+	for (int it = threadIdx.x; it < (a.rs << a.lgw); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgw, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
+		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
+		const I base = c.sb + t.sOff[j];
+		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4
+		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
+		const int nw = (int)((p + b1 - g0 + 3) >> 2);
+		for (int x = lane; x < nw; x += L) {
+			const u8* const g = g0 + 4 * x;
+			u8* const s = e + (g - p);
+			if (g >= slo && g + 4 <= shi) {
+				cpa4(s, g);
+			} else {
+				for (int b = 0; b < 4; b++)
+					if (g + b >= slo && g + b < shi) s[b] = __ldg(g + b);
+			}
+		}
+	}
+	cpa_wait();
+}
+// loadStridedWords stages strided src runs of items that are whole words.
+__device__ __forceinline__ void loadStridedWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgs;
+	for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgs, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
+		const u8* const p = src + (long long)(c.sb + t.sOff[j]) * S;
+		u8* const d = sm + t.sSlot[j] + c.ph;
+		for (int i = lane; i < len; i += L) {
+			const u8* const q = p + (long long)i * a.sstep * S;
+#pragma unroll
+			for (int g = 0; g < S / 4; g++) cpa4(d + i * S + 4 * g, q + 4 * g);
+		}
+	}
+	cpa_wait();
+}
+// loadStridedItems stages strided src runs of smaller items, granule by
+// granule, KE elements in flight per thread.
+__device__ __forceinline__ void loadStridedItems(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgs, P = (a.ls + L - 1) >> a.lgs;
+	for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgs, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
+		const u8* const p = src + (long long)(c.sb + t.sOff[j]) * S;
+		u8* const d = sm + t.sSlot[j] + c.ph;
+		for (int u0 = 0; u0 < P; u0 += KE) {
+			u32 v[KE][S / G];
+#pragma unroll
+			for (int u = 0; u < KE; u++) {
+				const int i = lane + (u0 + u) * L;
+#pragma unroll
+				for (int g = 0; g < S / G; g++) v[u][g] = i < len ? ldg_g(p + (long long)i * a.sstep * S + g * G) : 0;
+			}
+#pragma unroll
+			for (int u = 0; u < KE; u++) {
+				const int i = lane + (u0 + u) * L;
+				if (i < len)
+#pragma unroll
+					for (int g = 0; g < S / G; g++) st_g(d + i * S + g * G, v[u][g]);
+			}
+		}
+	}
+}
+// gather16 assembles the aligned 16-byte piece of a contiguous dst run of
+// len elements whose first byte is byte b0 of the run, every granule read
+// from shared memory (run base sa, element offsets tB).
+__device__ __forceinline__ uint4 gather16(const u8* sa, const int* tB, int b0, int len, long long dstep) {
+	u32 o[4] = {0, 0, 0, 0};
+	const int p = b0 / S;
+	switch ((b0 - p * S) / G) {
+	case 0:
+		if (dstep > 0) {
+			const int* const tb = tB + p;
+			o[0] |= lds_g(sa + tb[0] + 0) << 0;
+			o[0] |= lds_g(sa + tb[0] + 1) << 8;
+			o[0] |= lds_g(sa + tb[0] + 2) << 16;
+			o[0] |= lds_g(sa + tb[1] + 0) << 24;
+			o[1] |= lds_g(sa + tb[1] + 1) << 0;
+			o[1] |= lds_g(sa + tb[1] + 2) << 8;
+			o[1] |= lds_g(sa + tb[2] + 0) << 16;
+			o[1] |= lds_g(sa + tb[2] + 1) << 24;
+			o[2] |= lds_g(sa + tb[2] + 2) << 0;
+			o[2] |= lds_g(sa + tb[3] + 0) << 8;
+			o[2] |= lds_g(sa + tb[3] + 1) << 16;
+			o[2] |= lds_g(sa + tb[3] + 2) << 24;
+			o[3] |= lds_g(sa + tb[4] + 0) << 0;
+			o[3] |= lds_g(sa + tb[4] + 1) << 8;
+			o[3] |= lds_g(sa + tb[4] + 2) << 16;
+			o[3] |= lds_g(sa + tb[5] + 0) << 24;
+		} else {
+			const int* const tb = tB + (len - 1 - p);
+			o[0] |= lds_g(sa + tb[-0] + 0) << 0;
+			o[0] |= lds_g(sa + tb[-0] + 1) << 8;
+			o[0] |= lds_g(sa + tb[-0] + 2) << 16;
+			o[0] |= lds_g(sa + tb[-1] + 0) << 24;
+			o[1] |= lds_g(sa + tb[-1] + 1) << 0;
+			o[1] |= lds_g(sa + tb[-1] + 2) << 8;
+			o[1] |= lds_g(sa + tb[-2] + 0) << 16;
+			o[1] |= lds_g(sa + tb[-2] + 1) << 24;
+			o[2] |= lds_g(sa + tb[-2] + 2) << 0;
+			o[2] |= lds_g(sa + tb[-3] + 0) << 8;
+			o[2] |= lds_g(sa + tb[-3] + 1) << 16;
+			o[2] |= lds_g(sa + tb[-3] + 2) << 24;
+			o[3] |= lds_g(sa + tb[-4] + 0) << 0;
+			o[3] |= lds_g(sa + tb[-4] + 1) << 8;
+			o[3] |= lds_g(sa + tb[-4] + 2) << 16;
+			o[3] |= lds_g(sa + tb[-5] + 0) << 24;
+		}
+		break;
+	case 1:
+		if (dstep > 0) {
+			const int* const tb = tB + p;
+			o[0] |= lds_g(sa + tb[0] + 1) << 0;
+			o[0] |= lds_g(sa + tb[0] + 2) << 8;
+			o[0] |= lds_g(sa + tb[1] + 0) << 16;
+			o[0] |= lds_g(sa + tb[1] + 1) << 24;
+			o[1] |= lds_g(sa + tb[1] + 2) << 0;
+			o[1] |= lds_g(sa + tb[2] + 0) << 8;
+			o[1] |= lds_g(sa + tb[2] + 1) << 16;
+			o[1] |= lds_g(sa + tb[2] + 2) << 24;
+			o[2] |= lds_g(sa + tb[3] + 0) << 0;
+			o[2] |= lds_g(sa + tb[3] + 1) << 8;
+			o[2] |= lds_g(sa + tb[3] + 2) << 16;
+			o[2] |= lds_g(sa + tb[4] + 0) << 24;
+			o[3] |= lds_g(sa + tb[4] + 1) << 0;
+			o[3] |= lds_g(sa + tb[4] + 2) << 8;
+			o[3] |= lds_g(sa + tb[5] + 0) << 16;
+			o[3] |= lds_g(sa + tb[5] + 1) << 24;
+		} else {
+			const int* const tb = tB + (len - 1 - p);
+			o[0] |= lds_g(sa + tb[-0] + 1) << 0;
+			o[0] |= lds_g(sa + tb[-0] + 2) << 8;
+			o[0] |= lds_g(sa + tb[-1] + 0) << 16;
+			o[0] |= lds_g(sa + tb[-1] + 1) << 24;
+			o[1] |= lds_g(sa + tb[-1] + 2) << 0;
+			o[1] |= lds_g(sa + tb[-2] + 0) << 8;
+			o[1] |= lds_g(sa + tb[-2] + 1) << 16;
+			o[1] |= lds_g(sa + tb[-2] + 2) << 24;
+			o[2] |= lds_g(sa + tb[-3] + 0) << 0;
+			o[2] |= lds_g(sa + tb[-3] + 1) << 8;
+			o[2] |= lds_g(sa + tb[-3] + 2) << 16;
+			o[2] |= lds_g(sa + tb[-4] + 0) << 24;
+			o[3] |= lds_g(sa + tb[-4] + 1) << 0;
+			o[3] |= lds_g(sa + tb[-4] + 2) << 8;
+			o[3] |= lds_g(sa + tb[-5] + 0) << 16;
+			o[3] |= lds_g(sa + tb[-5] + 1) << 24;
+		}
+		break;
+	case 2:
+		if (dstep > 0) {
+			const int* const tb = tB + p;
+			o[0] |= lds_g(sa + tb[0] + 2) << 0;
+			o[0] |= lds_g(sa + tb[1] + 0) << 8;
+			o[0] |= lds_g(sa + tb[1] + 1) << 16;
+			o[0] |= lds_g(sa + tb[1] + 2) << 24;
+			o[1] |= lds_g(sa + tb[2] + 0) << 0;
+			o[1] |= lds_g(sa + tb[2] + 1) << 8;
+			o[1] |= lds_g(sa + tb[2] + 2) << 16;
+			o[1] |= lds_g(sa + tb[3] + 0) << 24;
+			o[2] |= lds_g(sa + tb[3] + 1) << 0;
+			o[2] |= lds_g(sa + tb[3] + 2) << 8;
+			o[2] |= lds_g(sa + tb[4] + 0) << 16;
+			o[2] |= lds_g(sa + tb[4] + 1) << 24;
+			o[3] |= lds_g(sa + tb[4] + 2) << 0;
+			o[3] |= lds_g(sa + tb[5] + 0) << 8;
+			o[3] |= lds_g(sa + tb[5] + 1) << 16;
+			o[3] |= lds_g(sa + tb[5] + 2) << 24;
+		} else {
+			const int* const tb = tB + (len - 1 - p);
+			o[0] |= lds_g(sa + tb[-0] + 2) << 0;
+			o[0] |= lds_g(sa + tb[-1] + 0) << 8;
+			o[0] |= lds_g(sa + tb[-1] + 1) << 16;
+			o[0] |= lds_g(sa + tb[-1] + 2) << 24;
+			o[1] |= lds_g(sa + tb[-2] + 0) << 0;
+			o[1] |= lds_g(sa + tb[-2] + 1) << 8;
+			o[1] |= lds_g(sa + tb[-2] + 2) << 16;
+			o[1] |= lds_g(sa + tb[-3] + 0) << 24;
+			o[2] |= lds_g(sa + tb[-3] + 1) << 0;
+			o[2] |= lds_g(sa + tb[-3] + 2) << 8;
+			o[2] |= lds_g(sa + tb[-4] + 0) << 16;
+			o[2] |= lds_g(sa + tb[-4] + 1) << 24;
+			o[3] |= lds_g(sa + tb[-4] + 2) << 0;
+			o[3] |= lds_g(sa + tb[-5] + 0) << 8;
+			o[3] |= lds_g(sa + tb[-5] + 1) << 16;
+			o[3] |= lds_g(sa + tb[-5] + 2) << 24;
+		}
+		break;
+	}
+	return make_uint4(o[0], o[1], o[2], o[3]);
+}
+// storePieces writes contiguous dst runs in aligned 16-byte pieces, their
+// unaligned ends granule by granule.
+__device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgd;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
+		const I base = c.db + t.dOff[m];
+		u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
+		const int nb = len * S;
+		const u8* const sa = sm + t.dBase[m] + c.ph;
+		for (int b0 = lane * 16 - (int)((unsigned long long)p0 & 15); b0 < nb; b0 += L * 16) {
+			if (b0 >= 0 && b0 + 16 <= nb) {
+				*(uint4*)(p0 + b0) = gather16(sa, t.dElem, b0, len, a.dstep);
+				continue;
+			}
+#pragma unroll
+			for (int g = 0; g < 16 / G; g++) {
+				const int b = b0 + g * G;
+				if (b < 0 || b >= nb) continue;
+				const int p = b / S, i = a.dstep > 0 ? p : len - 1 - p;
+				st_g(p0 + b, lds_g(sa + t.dElem[i] + (b - p * S)));
+			}
+		}
+	}
+}
+// storeElems writes dst runs one element per thread (strided runs, or ES).
+__device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgd;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
+		u8* const p = dst + (long long)(c.db + t.dOff[m]) * S;
+		const u8* const sa = sm + t.dBase[m] + c.ph;
+		for (int i = lane; i < len; i += L) {
+			u8* const q = p + (long long)i * a.dstep * S;
+			const u8* const s = sa + t.dElem[i];
+#pragma unroll
+			for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
+		}
+	}
+}
 // sk_btile_nd2_i3_v1_i64 copies a transposition through box tiles: each block stages one
 // tile at a time in shared memory. Src run j lands in its own slot, at
-// tS[j] plus the tile's phase, so that every shared-memory byte has the
+// its slot plus the tile's phase, so that every shared-memory byte has the
 // address of its src byte modulo 4: a contiguous run then moves as the
 // aligned words that cover it, all in flight at once (cp.async), whatever
 // its alignment and item size; a strided run moves element by element.
 // Each dst run is then written, in aligned 16-byte pieces (its unaligned
 // ends granule by granule) or (ES) one element per thread, every element
-// gathered from shared memory through the tables tA (per dst run) and tB
-// (per element of a dst run), which hold the same offsets for every whole
-// tile and are built once per block.
+// gathered from shared memory through the tables, which hold the same
+// offsets for every whole tile and are built once per block.
 extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __restrict__ dst, const u8* __restrict__ src, const A a) {
 	extern __shared__ __align__(16) u8 sm[];
-	I* const tG = (I*)(sm + a.offG); // src run offsets in a tile
-	I* const tH = (I*)(sm + a.offH); // dst run offsets in a tile
-	int* const tA = (int*)(sm + a.offA);
-	int* const tB = (int*)(sm + a.offB);
-	uint2* const tCs = (uint2*)(sm + a.offCs); // ragged coordinates of src runs
-	uint2* const tCd = (uint2*)(sm + a.offCd); // and of dst runs
-	int* const tS = (int*)(sm + a.offS);       // src run slots
-	for (int j = threadIdx.x; j < a.rs; j += NT) {
-		I off = 0;
-		int s = 0;
-		uint2 c;
-		runtables(j, a.sord, a.nsr, a, a.sstride, a.rgs, off, s, c);
-		tG[j] = off;
-		tS[j] = s;
-		tCs[j] = c;
-	}
-	for (int m = threadIdx.x; m < a.rd; m += NT) {
-		I off = 0;
-		int s = a.c0;
-		uint2 c;
-		runtables(m, a.dord, a.ndr, a, a.dstride, a.rgd, off, s, c);
-		tH[m] = off;
-		tA[m] = s;
-		tCd[m] = c;
-	}
-	for (int i = threadIdx.x; i < a.ld; i += NT) {
-		int x = i, s = 0;
-		for (int r = 0; r < a.ndr; r++) {
-			const int k = a.dord[r], t = (int)a.tile[k];
-			s += (x % t) * a.w[k];
-			x /= t;
-		}
-		tB[i] = s;
-	}
-	const u8* const slo = src + a.slo;
-	const u8* const shi = src + a.shi;
+	const Tables t = tables(sm, a);
 	const U ntiles = (U)a.ntiles;
-	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
-		U rest = t;
-		I sb = 0, db = 0;
-		bool part = false;
-		int remS[4] = {1 << 30, 1 << 30, 1 << 30, 1 << 30}, remD[4] = {1 << 30, 1 << 30, 1 << 30, 1 << 30};
-		int lenS = a.ls, lenD = a.ld;
-#pragma unroll
-		for (int k = ND - 1; k >= 0; k--) {
-			const U q = sk_div(rest, a.cmul[k], a.cshr[k], a.chunks[k]);
-			const I i0 = (I)(rest - q * (U)a.chunks[k]) * (I)a.tile[k];
-			rest = q;
-			sb += i0 * (I)a.sstride[k];
-			db += i0 * (I)a.dstride[k];
-			const I rm = (I)a.shape[k] - i0;
-			if (rm < (I)a.tile[k]) {
-				part = true;
-#pragma unroll
-				for (int g = 0; g < 4; g++) {
-					if (a.rgs[g] == k) remS[g] = (int)rm;
-					if (a.rgd[g] == k) remD[g] = (int)rm;
-				}
-				if (a.lasts == k) lenS = a.ls / (int)a.tile[k] * (int)rm;
-				if (a.lastd == k) lenD = a.ld / (int)a.tile[k] * (int)rm;
-			}
-		}
-		// The tile's phase: the address modulo 4 of src run 0's lowest byte.
-		const int tph = (int)(((unsigned long long)src + (unsigned long long)((sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & 3);
+	for (U n = blockIdx.x; n < ntiles; n += gridDim.x) {
+		const Tile c = tileAt(n, src, a);
 		__syncthreads(); // tables built; the previous tile's readers are done
-		// Load.
 		if (a.sstep == 1 || a.sstep == -1) {
-			// Contiguous runs: the aligned words that cover each, every word
-			// of the tile in flight at once. A word that reaches past the src
-			// view's span (at its two ends only) moves byte by byte, only its
-			// bytes in the span.
-			const int L = 1 << a.lgw;
-			for (int it = threadIdx.x; it < (a.rs << a.lgw); it += NT) {
-				const int j = it >> a.lgw, lane = it & (L - 1);
-				int len = a.ls;
-				if (part) {
-					if (!inside(tCs[j], remS)) continue;
-					len = lenS;
-				}
-				const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
-				const I base = sb + tG[j];
-				const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
-				u8* const e = sm + tS[j] + tph; // where p lands: e = p modulo 4
-				const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
-				const int nw = (int)((p + b1 - g0 + 3) >> 2);
-				for (int x = lane; x < nw; x += L) {
-					const u8* const g = g0 + 4 * x;
-					u8* const s = e + (g - p);
-					if (g >= slo && g + 4 <= shi) {
-						cpa4(s, g);
-					} else {
-						for (int b = 0; b < 4; b++)
-							if (g + b >= slo && g + b < shi) s[b] = __ldg(g + b);
-					}
-				}
-			}
-			cpa_wait();
+			loadWords(sm, src, a, t, c);
 		} else if (S % 4 == 0) {
-			// Strided runs of whole words.
-			const int L = 1 << a.lgs;
-			for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
-				const int j = it >> a.lgs, lane = it & (L - 1);
-				int len = a.ls;
-				if (part) {
-					if (!inside(tCs[j], remS)) continue;
-					len = lenS;
-				}
-				const u8* const p = src + (long long)(sb + tG[j]) * S;
-				u8* const d = sm + tS[j] + tph;
-				for (int i = lane; i < len; i += L) {
-					const u8* const q = p + (long long)i * a.sstep * S;
-#pragma unroll
-					for (int g = 0; g < S / 4; g++) cpa4(d + i * S + 4 * g, q + 4 * g);
-				}
-			}
-			cpa_wait();
+			loadStridedWords(sm, src, a, t, c);
 		} else {
-			// Strided runs of smaller items: KE elements in flight per thread.
-			const int L = 1 << a.lgs, P = (a.ls + L - 1) >> a.lgs;
-			for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
-				const int j = it >> a.lgs, lane = it & (L - 1);
-				int len = a.ls;
-				if (part) {
-					if (!inside(tCs[j], remS)) continue;
-					len = lenS;
-				}
-				const u8* const p = src + (long long)(sb + tG[j]) * S;
-				u8* const d = sm + tS[j] + tph;
-				for (int u0 = 0; u0 < P; u0 += KE) {
-					u32 v[KE][S / G];
-#pragma unroll
-					for (int u = 0; u < KE; u++) {
-						const int i = lane + (u0 + u) * L;
-#pragma unroll
-						for (int g = 0; g < S / G; g++) v[u][g] = i < len ? ldg_g(p + (long long)i * a.sstep * S + g * G) : 0;
-					}
-#pragma unroll
-					for (int u = 0; u < KE; u++) {
-						const int i = lane + (u0 + u) * L;
-						if (i < len)
-#pragma unroll
-							for (int g = 0; g < S / G; g++) st_g(d + i * S + g * G, v[u][g]);
-					}
-				}
-			}
+			loadStridedItems(sm, src, a, t, c);
 		}
 		__syncthreads();
-		// Store.
 		if (!ES && (a.dstep == 1 || a.dstep == -1)) {
-			const int L = 1 << a.lgd;
-			for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
-				const int m = it >> a.lgd, lane = it & (L - 1);
-				int len = a.ld;
-				if (part) {
-					if (!inside(tCd[m], remD)) continue;
-					len = lenD;
-				}
-				const I base = db + tH[m];
-				u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
-				const int nb = len * S;
-				const u8* const sa = sm + tA[m] + tph;
-				for (int b0 = lane * 16 - (int)((unsigned long long)p0 & 15); b0 < nb; b0 += L * 16) {
-					if (b0 >= 0 && b0 + 16 <= nb) {
-						u32 o[4] = {0, 0, 0, 0};
-						const int p = b0 / S;
-						switch ((b0 - p * S) / G) {
-						case 0:
-							if (a.dstep > 0) {
-								const int* const tb = tB + p;
-								o[0] |= lds_g(sa + tb[0] + 0) << 0;
-								o[0] |= lds_g(sa + tb[0] + 1) << 8;
-								o[0] |= lds_g(sa + tb[0] + 2) << 16;
-								o[0] |= lds_g(sa + tb[1] + 0) << 24;
-								o[1] |= lds_g(sa + tb[1] + 1) << 0;
-								o[1] |= lds_g(sa + tb[1] + 2) << 8;
-								o[1] |= lds_g(sa + tb[2] + 0) << 16;
-								o[1] |= lds_g(sa + tb[2] + 1) << 24;
-								o[2] |= lds_g(sa + tb[2] + 2) << 0;
-								o[2] |= lds_g(sa + tb[3] + 0) << 8;
-								o[2] |= lds_g(sa + tb[3] + 1) << 16;
-								o[2] |= lds_g(sa + tb[3] + 2) << 24;
-								o[3] |= lds_g(sa + tb[4] + 0) << 0;
-								o[3] |= lds_g(sa + tb[4] + 1) << 8;
-								o[3] |= lds_g(sa + tb[4] + 2) << 16;
-								o[3] |= lds_g(sa + tb[5] + 0) << 24;
-							} else {
-								const int* const tb = tB + (len - 1 - p);
-								o[0] |= lds_g(sa + tb[-0] + 0) << 0;
-								o[0] |= lds_g(sa + tb[-0] + 1) << 8;
-								o[0] |= lds_g(sa + tb[-0] + 2) << 16;
-								o[0] |= lds_g(sa + tb[-1] + 0) << 24;
-								o[1] |= lds_g(sa + tb[-1] + 1) << 0;
-								o[1] |= lds_g(sa + tb[-1] + 2) << 8;
-								o[1] |= lds_g(sa + tb[-2] + 0) << 16;
-								o[1] |= lds_g(sa + tb[-2] + 1) << 24;
-								o[2] |= lds_g(sa + tb[-2] + 2) << 0;
-								o[2] |= lds_g(sa + tb[-3] + 0) << 8;
-								o[2] |= lds_g(sa + tb[-3] + 1) << 16;
-								o[2] |= lds_g(sa + tb[-3] + 2) << 24;
-								o[3] |= lds_g(sa + tb[-4] + 0) << 0;
-								o[3] |= lds_g(sa + tb[-4] + 1) << 8;
-								o[3] |= lds_g(sa + tb[-4] + 2) << 16;
-								o[3] |= lds_g(sa + tb[-5] + 0) << 24;
-							}
-							break;
-						case 1:
-							if (a.dstep > 0) {
-								const int* const tb = tB + p;
-								o[0] |= lds_g(sa + tb[0] + 1) << 0;
-								o[0] |= lds_g(sa + tb[0] + 2) << 8;
-								o[0] |= lds_g(sa + tb[1] + 0) << 16;
-								o[0] |= lds_g(sa + tb[1] + 1) << 24;
-								o[1] |= lds_g(sa + tb[1] + 2) << 0;
-								o[1] |= lds_g(sa + tb[2] + 0) << 8;
-								o[1] |= lds_g(sa + tb[2] + 1) << 16;
-								o[1] |= lds_g(sa + tb[2] + 2) << 24;
-								o[2] |= lds_g(sa + tb[3] + 0) << 0;
-								o[2] |= lds_g(sa + tb[3] + 1) << 8;
-								o[2] |= lds_g(sa + tb[3] + 2) << 16;
-								o[2] |= lds_g(sa + tb[4] + 0) << 24;
-								o[3] |= lds_g(sa + tb[4] + 1) << 0;
-								o[3] |= lds_g(sa + tb[4] + 2) << 8;
-								o[3] |= lds_g(sa + tb[5] + 0) << 16;
-								o[3] |= lds_g(sa + tb[5] + 1) << 24;
-							} else {
-								const int* const tb = tB + (len - 1 - p);
-								o[0] |= lds_g(sa + tb[-0] + 1) << 0;
-								o[0] |= lds_g(sa + tb[-0] + 2) << 8;
-								o[0] |= lds_g(sa + tb[-1] + 0) << 16;
-								o[0] |= lds_g(sa + tb[-1] + 1) << 24;
-								o[1] |= lds_g(sa + tb[-1] + 2) << 0;
-								o[1] |= lds_g(sa + tb[-2] + 0) << 8;
-								o[1] |= lds_g(sa + tb[-2] + 1) << 16;
-								o[1] |= lds_g(sa + tb[-2] + 2) << 24;
-								o[2] |= lds_g(sa + tb[-3] + 0) << 0;
-								o[2] |= lds_g(sa + tb[-3] + 1) << 8;
-								o[2] |= lds_g(sa + tb[-3] + 2) << 16;
-								o[2] |= lds_g(sa + tb[-4] + 0) << 24;
-								o[3] |= lds_g(sa + tb[-4] + 1) << 0;
-								o[3] |= lds_g(sa + tb[-4] + 2) << 8;
-								o[3] |= lds_g(sa + tb[-5] + 0) << 16;
-								o[3] |= lds_g(sa + tb[-5] + 1) << 24;
-							}
-							break;
-						case 2:
-							if (a.dstep > 0) {
-								const int* const tb = tB + p;
-								o[0] |= lds_g(sa + tb[0] + 2) << 0;
-								o[0] |= lds_g(sa + tb[1] + 0) << 8;
-								o[0] |= lds_g(sa + tb[1] + 1) << 16;
-								o[0] |= lds_g(sa + tb[1] + 2) << 24;
-								o[1] |= lds_g(sa + tb[2] + 0) << 0;
-								o[1] |= lds_g(sa + tb[2] + 1) << 8;
-								o[1] |= lds_g(sa + tb[2] + 2) << 16;
-								o[1] |= lds_g(sa + tb[3] + 0) << 24;
-								o[2] |= lds_g(sa + tb[3] + 1) << 0;
-								o[2] |= lds_g(sa + tb[3] + 2) << 8;
-								o[2] |= lds_g(sa + tb[4] + 0) << 16;
-								o[2] |= lds_g(sa + tb[4] + 1) << 24;
-								o[3] |= lds_g(sa + tb[4] + 2) << 0;
-								o[3] |= lds_g(sa + tb[5] + 0) << 8;
-								o[3] |= lds_g(sa + tb[5] + 1) << 16;
-								o[3] |= lds_g(sa + tb[5] + 2) << 24;
-							} else {
-								const int* const tb = tB + (len - 1 - p);
-								o[0] |= lds_g(sa + tb[-0] + 2) << 0;
-								o[0] |= lds_g(sa + tb[-1] + 0) << 8;
-								o[0] |= lds_g(sa + tb[-1] + 1) << 16;
-								o[0] |= lds_g(sa + tb[-1] + 2) << 24;
-								o[1] |= lds_g(sa + tb[-2] + 0) << 0;
-								o[1] |= lds_g(sa + tb[-2] + 1) << 8;
-								o[1] |= lds_g(sa + tb[-2] + 2) << 16;
-								o[1] |= lds_g(sa + tb[-3] + 0) << 24;
-								o[2] |= lds_g(sa + tb[-3] + 1) << 0;
-								o[2] |= lds_g(sa + tb[-3] + 2) << 8;
-								o[2] |= lds_g(sa + tb[-4] + 0) << 16;
-								o[2] |= lds_g(sa + tb[-4] + 1) << 24;
-								o[3] |= lds_g(sa + tb[-4] + 2) << 0;
-								o[3] |= lds_g(sa + tb[-5] + 0) << 8;
-								o[3] |= lds_g(sa + tb[-5] + 1) << 16;
-								o[3] |= lds_g(sa + tb[-5] + 2) << 24;
-							}
-							break;
-						}
-						*(uint4*)(p0 + b0) = make_uint4(o[0], o[1], o[2], o[3]);
-					} else {
-#pragma unroll
-						for (int g = 0; g < 16 / G; g++) {
-							const int b = b0 + g * G;
-							if (b < 0 || b >= nb) continue;
-							const int p = b / S, i = a.dstep > 0 ? p : len - 1 - p;
-							st_g(p0 + b, lds_g(sa + tB[i] + (b - p * S)));
-						}
-					}
-				}
-			}
+			storePieces(dst, sm, a, t, c);
 		} else {
-			const int L = 1 << a.lgd;
-			for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
-				const int m = it >> a.lgd, lane = it & (L - 1);
-				int len = a.ld;
-				if (part) {
-					if (!inside(tCd[m], remD)) continue;
-					len = lenD;
-				}
-				u8* const p = dst + (long long)(db + tH[m]) * S;
-				const u8* const sa = sm + tA[m] + tph;
-				for (int i = lane; i < len; i += L) {
-					u8* const q = p + (long long)i * a.dstep * S;
-					const u8* const s = sa + tB[i];
-#pragma unroll
-					for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
-				}
-			}
+			storeElems(dst, sm, a, t, c);
 		}
 	}
 }
