@@ -162,7 +162,7 @@ type gpuInstance struct {
 	copies    []func(*cuda.Stream) error // the stridekit copy of each pair
 	plan      memview.CopyPlan           // Explain of pair 0's copy
 	floor     func(*cuda.Stream) error   // bare launch of pair 0's kernel
-	next      int // the pair the next timed copy uses
+	next      int                        // the pair the next timed copy uses
 }
 
 func (in *gpuInstance) copyPlan() memview.CopyPlan { return in.plan }
