@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"golang.org/x/sync/singleflight"
 
@@ -35,6 +36,14 @@ type funcKey struct {
 	dev                 *cuda.Device // one primary context per device
 	source, name, flags string
 	arch                int
+	// params is paramsHash of the parameter layout asked for; aot is the
+	// ahead-of-time image load tries first (its first byte: the key keeps
+	// the image alive, so no other image takes its address while the
+	// function is cached) and aotLen its length. Asked for with another
+	// layout or another image, a kernel is loaded again.
+	params uint64
+	aot    *byte
+	aotLen int
 }
 
 type sigKey struct {
@@ -54,11 +63,14 @@ func NewCache() *Cache { return &Cache{funcs: map[funcKey]cuda.Function{}} }
 var Default = NewCache()
 
 // Function returns kernel name of source loaded on dev: from memory if
-// loaded before; else from aot["sm_XX"] for the device's architecture when
-// present and loadable; else compiled (CompileCached, so the disk cache
-// applies) for opts.Arch, or the device's architecture when that is 0.
-// params is the kernel's parameter layout (cuda.Module.FunctionWithParams);
-// nil asks the driver (cuda.Module.Function).
+// loaded before with the same options, params and AOT image for the
+// device's architecture (an image is told by its backing array: the same
+// bytes in another slice load again); else from aot["sm_XX"] for the
+// device's architecture when present and loadable; else compiled
+// (CompileCached, so the disk cache applies) for opts.Arch, or the
+// device's architecture when that is 0. params is the kernel's parameter
+// layout (cuda.Module.FunctionWithParams); nil asks the driver
+// (cuda.Module.Function).
 func (c *Cache) Function(dev *cuda.Device, source, name string, params []cuda.Param, opts Options, aot map[string][]byte) (cuda.Function, error) {
 	if dev == nil {
 		return cuda.Function{}, fmt.Errorf("jit: Cache.Function(%s) on a nil device: %w", name, cuda.ErrInvalidValue)
@@ -66,7 +78,7 @@ func (c *Cache) Function(dev *cuda.Device, source, name string, params []cuda.Pa
 	if opts.Arch == 0 {
 		opts.Arch = dev.Arch()
 	}
-	key := funcKey{dev: dev, source: source, name: name, flags: flagsKey(opts.Flags), arch: opts.Arch}
+	key := newFuncKey(dev, source, name, params, opts, aot)
 	c.mu.RLock()
 	fn, ok := c.funcs[key]
 	closed := c.closed
@@ -78,8 +90,7 @@ func (c *Cache) Function(dev *cuda.Device, source, name string, params []cuda.Pa
 		stats.memHits.Add(1)
 		return fn, nil
 	}
-	fk := strconv.Itoa(dev.Ordinal()) + "\x00" + strconv.Itoa(opts.Arch) + "\x00" + name + "\x00" + key.flags + "\x00" + source
-	v, err, _ := c.flight.Do(fk, func() (any, error) {
+	v, err, _ := c.flight.Do(key.flightKey(), func() (any, error) {
 		c.mu.RLock()
 		fn, ok := c.funcs[key]
 		c.mu.RUnlock()
@@ -101,6 +112,56 @@ func (c *Cache) Function(dev *cuda.Device, source, name string, params []cuda.Pa
 		return fn, nil
 	})
 	return v.(cuda.Function), err
+}
+
+// newFuncKey is Function's key for its arguments (opts.Arch filled in). It
+// allocates nothing, so neither does a hit.
+func newFuncKey(dev *cuda.Device, source, name string, params []cuda.Param, opts Options, aot map[string][]byte) funcKey {
+	key := funcKey{dev: dev, source: source, name: name, flags: flagsKey(opts.Flags), arch: opts.Arch, params: paramsHash(params)}
+	if img := aotImage(aot, dev.Arch()); len(img) > 0 {
+		key.aot, key.aotLen = &img[0], len(img)
+	}
+	return key
+}
+
+// flightKey is the single-flight key of k: a string of every field.
+func (k funcKey) flightKey() string {
+	return strconv.Itoa(k.dev.Ordinal()) + "\x00" + strconv.Itoa(k.arch) + "\x00" + k.name + "\x00" +
+		strconv.FormatUint(k.params, 16) + "\x00" + strconv.FormatUint(uint64(uintptr(unsafe.Pointer(k.aot))), 16) + "\x00" +
+		strconv.Itoa(k.aotLen) + "\x00" + strconv.Itoa(len(k.flags)) + "\x00" + k.flags + "\x00" + k.source
+}
+
+// paramsHash is a 64-bit FNV-1a hash of a parameter layout: 0 for nil (ask
+// the driver), never 0 otherwise.
+func paramsHash(params []cuda.Param) uint64 {
+	if params == nil {
+		return 0
+	}
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	for i := -1; i < len(params); i++ {
+		a, b := uint32(len(params)), uint32(0)
+		if i >= 0 {
+			a, b = params[i].Offset, params[i].Size
+		}
+		for _, v := range [2]uint32{a, b} {
+			for range 4 {
+				h = (h ^ uint64(byte(v))) * prime
+				v >>= 8
+			}
+		}
+	}
+	return max(h, 1)
+}
+
+// aotImage is aot["sm_<arch>"], the image load tries first, looked up
+// without allocating.
+func aotImage(aot map[string][]byte, arch int) []byte {
+	if len(aot) == 0 {
+		return nil
+	}
+	var buf [24]byte
+	return aot[string(strconv.AppendInt(append(buf[:0], "sm_"...), int64(arch), 10))]
 }
 
 func function(m *cuda.Module, name string, params []cuda.Param) (cuda.Function, error) {
