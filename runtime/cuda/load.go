@@ -105,10 +105,13 @@ func driverSymbols() []symbol {
 }
 
 // bindSymbols looks every symbol up with Dlsym; a missing required one is an
-// error naming it (purego.RegisterLibFunc would panic instead).
+// error naming it (purego.RegisterLibFunc would panic instead). The slots
+// are filled only when every required symbol is found: on error none is
+// touched, so none points into a library that is then closed.
 func bindSymbols(lib uintptr, path string, syms []symbol) error {
 	var missing []string
-	for _, s := range syms {
+	found := make([]uintptr, len(syms))
+	for i, s := range syms {
 		p, err := purego.Dlsym(lib, s.name)
 		if err != nil || p == 0 {
 			if !s.optional {
@@ -116,10 +119,33 @@ func bindSymbols(lib uintptr, path string, syms []symbol) error {
 			}
 			continue
 		}
-		*s.p = p
+		found[i] = p
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%s lacks %s", path, strings.Join(missing, ", "))
+	}
+	for i, s := range syms {
+		if found[i] != 0 {
+			*s.p = found[i]
+		}
+	}
+	return nil
+}
+
+// openLib loads the library name with dlopen flags mode and binds syms
+// from it (bindSymbols). A library that loads but lacks a required symbol
+// is closed again (dlclose), so it leaves nothing loaded, and no slot set.
+// A dlopen error is given by its first line.
+func openLib(name string, mode int, syms []symbol) error {
+	lib, err := purego.Dlopen(name, mode)
+	if err != nil {
+		return errors.New(firstLine(err.Error()))
+	}
+	if err := bindSymbols(lib, name, syms); err != nil {
+		if cerr := purego.Dlclose(lib); cerr != nil {
+			err = fmt.Errorf("%w (closing it: %s)", err, firstLine(cerr.Error()))
+		}
+		return err
 	}
 	return nil
 }
@@ -129,12 +155,7 @@ func loadDriver() error {
 	drv.once.Do(func() {
 		var tried []string
 		for _, name := range []string{"libcuda.so.1", "libcuda.so"} {
-			lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-			if err != nil {
-				tried = append(tried, name+" ("+firstLine(err.Error())+")")
-				continue
-			}
-			if err := bindSymbols(lib, name, driverSymbols()); err != nil {
+			if err := openLib(name, purego.RTLD_NOW|purego.RTLD_GLOBAL, driverSymbols()); err != nil {
 				tried = append(tried, name+" ("+err.Error()+")")
 				continue
 			}
@@ -242,18 +263,17 @@ func selectNVRTC(candidates []string, named bool, open func(string) error) (stri
 }
 
 // openNVRTC loads the NVRTC library name (a path is checked to exist first,
-// for a clearer reason than dlopen's) and binds its symbols into nv.
+// for a clearer reason than dlopen's) and binds its symbols into nv. It
+// loads it RTLD_LOCAL: nothing looks NVRTC's symbols up but through its
+// handle (its builtins library, which NVRTC opens itself, needs none of
+// them), so they stay out of the process's global namespace.
 func openNVRTC(name string) error {
 	if strings.Contains(name, "/") {
 		if _, err := os.Stat(name); err != nil {
 			return err
 		}
 	}
-	lib, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_GLOBAL)
-	if err != nil {
-		return errors.New(firstLine(err.Error()))
-	}
-	return bindSymbols(lib, name, nvrtcSymbols())
+	return openLib(name, purego.RTLD_NOW|purego.RTLD_LOCAL, nvrtcSymbols())
 }
 
 // loadNVRTC loads NVRTC along nvrtcCandidates, once.

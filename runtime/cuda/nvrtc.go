@@ -3,6 +3,7 @@ package cuda
 import (
 	"fmt"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -54,8 +55,21 @@ func NVRTCSupportedArchs() ([]int, error) {
 // the CUBIN when cubin is true (the architecture must then be a real sm_XX)
 // and the NUL-terminated PTX otherwise, plus the compiler's log (warnings).
 // A compile error is an *NVRTCError matching ErrCompilation whose Log holds
-// the messages.
+// the messages. A NUL byte in source, name or an option (C would read the
+// string as ending there) is an error matching ErrInvalidValue that names
+// its offset, before NVRTC is called.
 func NVRTCCompile(source, name string, options []string, cubin bool) (image []byte, log string, err error) {
+	if err := checkNUL("source", source); err != nil {
+		return nil, "", err
+	}
+	if err := checkNUL("name", name); err != nil {
+		return nil, "", err
+	}
+	for i, o := range options {
+		if err := checkNUL(fmt.Sprintf("options[%d]", i), o); err != nil {
+			return nil, "", err
+		}
+	}
 	if err := loadNVRTC(); err != nil {
 		return nil, "", err
 	}
@@ -103,6 +117,15 @@ func NVRTCCompile(source, name string, options []string, cubin bool) (image []by
 		return nil, log, nvrtcErr("nvrtcGet"+what, r)
 	}
 	return image, log, nil
+}
+
+// checkNUL returns an error matching ErrInvalidValue if s, NVRTCCompile's
+// argument arg, holds a NUL byte, naming its offset.
+func checkNUL(arg, s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("cuda: NVRTCCompile: %s holds a NUL byte at offset %d (of %d bytes): %w", arg, i, len(s), ErrInvalidValue)
+	}
+	return nil
 }
 
 func programLog(prog uintptr) string {
