@@ -218,13 +218,22 @@ var dtypeAliases = map[string]string{
 }
 
 // ParseDType returns the DType named name: a canonical name as Name returns
-// it ("int32", "bfloat16", "float8_e5m2", "opaque24", "float32x4") or a common
-// alias ("half", "float", "double", "bf16", "fp8_e4m3", "fp4", "i32", …).
-// Matching ignores case. An unknown name is an ErrDType error.
+// it ("int32", "bfloat16", "float8_e5m2", "opaque24", "float32x4"), a common
+// alias ("half", "float", "double", "bf16", "fp8_e4m3", "fp4", "i32", …) or
+// "xN" for opaque items of N bytes ("x3" is "opaque3"). Matching ignores
+// case. An unknown name is an ErrDType error. It is the one dtype parser of
+// the commands (stridekit, stridebench), so they accept the same spellings.
 func ParseDType(name string) (DType, error) {
 	s := strings.ToLower(strings.TrimSpace(name))
 	if a, ok := dtypeAliases[s]; ok {
 		s = a
+	}
+	if rest, ok := strings.CutPrefix(s, "x"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		n, err := strconv.Atoi(rest)
+		if err != nil {
+			return DType{}, fmt.Errorf("%w: dtype %q: opaque size out of range [1,%d]", ErrDType, name, maxDTypeLanes)
+		}
+		return Opaque(n)
 	}
 	if rest, ok := strings.CutPrefix(s, "opaque"); ok {
 		n, err := strconv.Atoi(rest)

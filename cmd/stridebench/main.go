@@ -14,9 +14,10 @@
 //
 // # What a run does
 //
-// It reads the cases of a suite file (default testdata/bench/named.txt,
-// relative to the working directory) and/or generates random ones, keeps
-// those whose name matches -case, and for each case:
+// It reads the cases of a suite (default: the named suite built into the
+// binary, named.txt in this directory; -suite FILE reads another) and/or
+// generates random ones, keeps those whose name matches -case, and for
+// each case:
 //
 //  1. Builds the source and destination views with package layout, and the
 //     views the copy runs on with runtime/memview, what users call: once
@@ -100,23 +101,26 @@
 //
 // # Flags
 //
-//	-suite FILE         the named cases (default testdata/bench/named.txt); with
+//	-suite FILE         the named cases (default: the suite built into the
+//	                    binary, a copy of testdata/bench/named.txt); with
 //	                    -random and no -suite, only random cases run
 //	-case REGEXP        run only the cases whose name matches
-//	-random N           add N random cases; -seed S (default 1) picks them,
-//	                    -random-views adds slices and flips, -random-bytes SIZE
-//	                    (default 256MiB) is about what each moves
+//	-random N           add N random cases (at most 10000); -seed S (default
+//	                    1) picks them, -random-views adds slices and flips,
+//	                    -random-bytes SIZE (default 256MiB, at most 16GiB) is
+//	                    about what each moves
 //	-device D           gpu (default), gpu:N for device ordinal N, or cpu
-//	-reps N             timed samples per copy, at least 20 (default 30)
-//	-warmup N           untimed copies first (default 5)
+//	-reps N             timed samples per copy, 20 to 10000 (default 30)
+//	-warmup N           untimed copies first, 1 to 10000 (default 5)
 //	-latency-iters N    copies for the host time per copy of small cases
-//	                    (default 2000; 0 skips it)
+//	                    (default 2000, at most 1000000; 0 skips it)
 //	-shrink SIZE        shrink cases that move more than SIZE bytes
 //	-compare            also run the peers; -python (default python3), -peers
 //	                    FILE (another peers.py), -frameworks (default
 //	                    torch,cupy,jax)
 //	-json FILE, -md FILE, -chart FILE.png|.svg   the reports
-//	-slowest N          how many of the slowest random cases to list (default 10)
+//	-slowest N          how many of the slowest random cases to list (default
+//	                    10, at most 10000)
 //	-quiet              no progress bar
 //	-list               print the cases as they would run, and exit
 //
@@ -167,7 +171,9 @@
 // non-default size) and depend only on those, so -case reproduces any one.
 //
 // A case whose source and destination arrays take more than 32 GiB together
-// is refused (the check keeps host copies of both).
+// is refused (the check keeps host copies of both), and so is one whose
+// host buffers (those copies; with -device cpu the arrays too) would take
+// more than half of the machine's physical memory.
 //
 // -shrink SIZE shrinks every case that moves more than SIZE bytes: every
 // extent above 8 it names (the shape, bcast targets, dstbase, slice bounds) is
@@ -225,7 +231,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"flag"
 	"fmt"
@@ -340,15 +348,29 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 	return runCmd(args, stdout, stderr)
 }
 
-// Defaults of the run flags.
+// Defaults and limits of the run flags.
 const (
-	defaultSuite     = "testdata/bench/named.txt"
 	defaultReps      = 30
 	minReps          = 20
+	maxReps          = 10000
 	defaultWarmup    = 5
+	maxWarmup        = 10000
 	defaultLatency   = 2000
+	maxLatency       = 1000000
+	maxRandom        = 10000
+	maxRandomBytes   = maxArrayBytes / 2 // a case's two arrays hold at least twice what it moves
 	defaultCPUShrink = 4 << 20
 )
+
+// defaultSuiteText is the named suite that runs without -suite: named.txt,
+// a copy of testdata/bench/named.txt, built into the binary so stridebench
+// runs from any directory.
+//
+//go:embed named.txt
+var defaultSuiteText []byte
+
+// defaultSuiteName names the built-in suite in messages.
+const defaultSuiteName = "named.txt (built in)"
 
 // runFlags are the flags of "stridebench run".
 type runFlags struct {
@@ -468,7 +490,13 @@ Figures:
               -latency-iters back-to-back copies; floor-ns/copy the same for
               bare cuLaunchKernel calls of the same kernel
 
-Cases whose arrays take more than 32 GiB together are refused.
+Cases whose arrays take more than 32 GiB together are refused, and so are
+cases whose host buffers would take more than half of the physical memory.
+
+Limits: -reps 20..10000, -warmup 1..10000, -latency-iters 0..1000000,
+-random 0..10000, -random-bytes up to 16GiB, -slowest 0..10000. Without
+-suite the named suite built into stridebench runs (a copy of
+testdata/bench/named.txt), from any directory.
 
 Random cases: ranks 2-8, item sizes 1,2,3,4,8,12,16, extents 2-300 (some
 prime), about -random-bytes each; named rand[v]-s<seed>-i<index>[-t<bytes>].
@@ -480,16 +508,16 @@ Exit status: 0 all cases passed, 1 a case or a run failed, 2 bad usage.
 func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{randomBytes: randDefaultBytes}
 	fs := newFlagSet("stridebench run", stderr, helpHead, helpTail)
-	fs.StringVar(&f.suite, "suite", defaultSuite, "suite `file` of named cases; with -random and no -suite, only random cases run")
+	fs.StringVar(&f.suite, "suite", "", "suite `file` of named cases (default: the named suite built into stridebench); with -random and no -suite, only random cases run")
 	caseRE := fs.String("case", "", "run only the cases whose name matches this `regexp`")
-	fs.IntVar(&f.random, "random", 0, "add `N` random cases")
+	fs.IntVar(&f.random, "random", 0, fmt.Sprintf("add `N` random cases (N ≤ %d)", maxRandom))
 	fs.Uint64Var(&f.seed, "seed", 1, "`seed` of the random cases")
 	fs.BoolVar(&f.randomViews, "random-views", false, "random cases also slice and flip their source")
-	fs.Var(sizeValue{&f.randomBytes}, "random-bytes", "bytes each random case moves, about (`size`: 4096, 64KiB, 256MiB, 1GiB)")
+	fs.Var(sizeValue{&f.randomBytes}, "random-bytes", "bytes each random case moves, about (`size`: 4096, 64KiB, 256MiB, 1GiB; at most 16GiB)")
 	fs.StringVar(&f.device, "device", "gpu", "where to run: gpu, gpu:N (device ordinal N) or cpu (the host, for testing the harness)")
-	fs.IntVar(&f.reps, "reps", defaultReps, fmt.Sprintf("timed samples per copy, the median is reported (`N` ≥ %d)", minReps))
-	fs.IntVar(&f.warmup, "warmup", defaultWarmup, "untimed copies before timing (`N` ≥ 1)")
-	fs.IntVar(&f.latency, "latency-iters", defaultLatency, "back-to-back copies for the host time per copy of cases ≤ 1 MiB (`N`; 0: skip)")
+	fs.IntVar(&f.reps, "reps", defaultReps, fmt.Sprintf("timed samples per copy, the median is reported (`N`: %d..%d)", minReps, maxReps))
+	fs.IntVar(&f.warmup, "warmup", defaultWarmup, fmt.Sprintf("untimed copies before timing (`N`: 1..%d)", maxWarmup))
+	fs.IntVar(&f.latency, "latency-iters", defaultLatency, fmt.Sprintf("back-to-back copies for the host time per copy of cases ≤ 1 MiB (`N` ≤ %d; 0: skip)", maxLatency))
 	fs.Var(sizeValue{&f.shrink}, "shrink", "shrink cases that move more than `size` bytes (0: never; -device cpu defaults to 4MiB)")
 	fs.BoolVar(&f.compare, "compare", false, "also run PyTorch, CuPy and JAX (peers.py) on the same cases")
 	fs.StringVar(&f.python, "python", "python3", "Python `interpreter` for -compare")
@@ -498,7 +526,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.jsonPath, "json", "", "write every figure as JSON to `file`")
 	fs.StringVar(&f.mdPath, "md", "", "write a markdown report to `file`")
 	fs.StringVar(&f.chartPath, "chart", "", "write a bar chart to `file` (.png or .svg)")
-	fs.IntVar(&f.slowest, "slowest", 10, "list the `N` slowest random cases")
+	fs.IntVar(&f.slowest, "slowest", 10, fmt.Sprintf("list the `N` slowest random cases (N ≤ %d)", maxRandom))
 	fs.BoolVar(&f.quiet, "quiet", false, "no progress bar")
 	fs.BoolVar(&f.list, "list", false, "print the cases (after -random, -shrink and -case) and exit")
 	if err := parseArgs(fs, args); err != nil {
@@ -519,20 +547,29 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.reps < minReps {
 		return nil, usageErr("-reps %d: must be at least %d", f.reps, minReps)
 	}
-	if f.warmup < 1 {
-		return nil, usageErr("-warmup %d: must be at least 1", f.warmup)
+	if f.reps > maxReps {
+		return nil, usageErr("-reps %d: must be at most %d", f.reps, maxReps)
 	}
-	if f.latency < 0 {
-		return nil, usageErr("-latency-iters %d: must not be negative", f.latency)
+	if f.warmup < 1 || f.warmup > maxWarmup {
+		return nil, usageErr("-warmup %d: must be in 1..%d", f.warmup, maxWarmup)
+	}
+	if f.latency < 0 || f.latency > maxLatency {
+		return nil, usageErr("-latency-iters %d: must be in 0..%d", f.latency, maxLatency)
 	}
 	if f.random < 0 {
 		return nil, usageErr("-random %d: must not be negative", f.random)
 	}
+	if f.random > maxRandom {
+		return nil, usageErr("-random %d: must be at most %d", f.random, maxRandom)
+	}
 	if f.random > 0 && f.randomBytes < 1 {
 		return nil, usageErr("-random-bytes %d: must be positive", f.randomBytes)
 	}
-	if f.slowest < 0 {
-		return nil, usageErr("-slowest %d: must not be negative", f.slowest)
+	if f.randomBytes > maxRandomBytes {
+		return nil, usageErr("-random-bytes %s: must be at most %s", sizeString(f.randomBytes), sizeString(maxRandomBytes))
+	}
+	if f.slowest < 0 || f.slowest > maxRandom {
+		return nil, usageErr("-slowest %d: must be in 0..%d", f.slowest, maxRandom)
 	}
 	if f.chartPath != "" && !chartExt(f.chartPath) {
 		return nil, usageErr("-chart %q: the file name must end in .png or .svg", f.chartPath)
@@ -565,7 +602,13 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 func collectCases(f *runFlags) ([]*Case, map[*Case]bool, error) {
 	var cases []*Case
 	if f.random == 0 || f.suiteSet {
-		cs, err := parseSuiteFile(f.suite)
+		var cs []*Case
+		var err error
+		if f.suiteSet {
+			cs, err = parseSuiteFile(f.suite)
+		} else {
+			cs, err = parseSuite(bytes.NewReader(defaultSuiteText), defaultSuiteName)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: -suite: %w", errUsage, err)
 		}
@@ -619,6 +662,7 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	ps := prepare(cases, random)
+	limitHostMemory(ps, f.device, hostMemory())
 	if f.list {
 		for _, p := range ps {
 			if p.Err != nil {
@@ -759,4 +803,54 @@ func writeFiles(f *runFlags, rep *report) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hostMemory returns the machine's physical memory in bytes, 0 when it is
+// not known; tests replace it.
+var hostMemory = physicalMemory
+
+// physicalMemory returns MemTotal of /proc/meminfo in bytes, 0 where there
+// is none (not Linux) or it cannot be read.
+func physicalMemory() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 && kb < 1<<53 {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// hostBytes is about the host memory a case takes: the copies the check
+// keeps (the source array, the reference destination and a window of the
+// result), plus the arrays themselves when the copy runs on the host.
+func hostBytes(b *built, device string) int64 {
+	n := b.SrcBytes + b.DstBytes + min(b.DstBytes, 64<<20)
+	if device == "cpu" {
+		n += max(b.SrcBytes, b.Moved) + b.DstBytes
+	}
+	return n
+}
+
+// limitHostMemory marks the cases whose host buffers would take more than
+// half of mem (the physical memory; 0: unknown, no limit) as failed before
+// anything is allocated for them.
+func limitHostMemory(ps []prepared, device string, mem int64) {
+	if mem <= 0 {
+		return
+	}
+	for i, p := range ps {
+		if p.Err != nil || p.Built == nil || p.Built.SrcBytes+p.Built.DstBytes > maxArrayBytes {
+			continue // refused already, or by the size check
+		}
+		if n := hostBytes(p.Built, device); n > mem/2 {
+			ps[i].Err = fmt.Errorf("%w: %s: its host buffers take %s with -device %s, more than half of this machine's %s of memory", errCase, p.Case.where(), humanSize(n), device, humanSize(mem))
+		}
+	}
 }

@@ -186,14 +186,10 @@ func parseCaseLine(line, file string, n int) (*Case, error) {
 	return c, nil
 }
 
-// parseDType accepts layout.ParseDType's names plus "xN" for opaque items
-// of N bytes. Sub-byte types are refused: a benchmark case moves whole items.
+// parseDType reads a DTYPE with layout.ParseDType, the parser stridekit
+// uses too (its names, aliases and xN for opaque items of N bytes). Sub-byte
+// types are refused: a benchmark case moves whole items.
 func parseDType(s string) (layout.DType, error) {
-	if rest, ok := strings.CutPrefix(strings.ToLower(s), "x"); ok {
-		if n, err := strconv.Atoi(rest); err == nil {
-			return layout.Opaque(n)
-		}
-	}
 	d, err := layout.ParseDType(s)
 	if err != nil {
 		return d, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"strings"
@@ -148,8 +149,10 @@ func TestParseSuite(t *testing.T) {
 	}
 }
 
+// TestNamedSuiteParses checks the built-in suite (named.txt, the default of
+// -suite; TestDefaultSuiteCopy keeps testdata/bench/named.txt the same).
 func TestNamedSuiteParses(t *testing.T) {
-	cs, err := parseSuiteFile("../../testdata/bench/named.txt")
+	cs, err := parseSuite(bytes.NewReader(defaultSuiteText), defaultSuiteName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +166,26 @@ func TestNamedSuiteParses(t *testing.T) {
 		"small_t_4k_f32", "small_t_64k_f32"} {
 		if !names[want] {
 			t.Errorf("named.txt has no case %s", want)
+		}
+	}
+}
+
+// TestDTypeSpellings checks that a suite's DTYPE is read by
+// layout.ParseDType, the parser stridekit's -dtype uses: the same
+// spellings, xN included, give the same dtypes; sub-byte types are refused.
+func TestDTypeSpellings(t *testing.T) {
+	for _, name := range []string{"x3", "X12", "opaque3", "float32x4", "f16", "bf16", "c128", "e4m3", "u8"} {
+		want, err := layout.ParseDType(name)
+		if err != nil {
+			t.Fatalf("layout.ParseDType(%q): %v", name, err)
+		}
+		if got, err := parseDType(name); err != nil || got != want {
+			t.Errorf("parseDType(%q) = %v, %v; want %v", name, got, err, want)
+		}
+	}
+	for _, name := range []string{"fp4", "float6_e3m2fn", "x0", "x70000", "x+3", "nope"} {
+		if d, err := parseDType(name); err == nil || strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("parseDType(%q) = %v, %v; want an error", name, d, err)
 		}
 	}
 }

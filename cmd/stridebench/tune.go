@@ -27,8 +27,13 @@ const (
 	defaultTuneBytes  = 192 << 20
 	defaultTuneReps   = 20
 	minTuneReps       = 10
+	maxTuneReps       = 10000
 	defaultTuneWarmup = 3
+	maxTuneWarmup     = 10000
 	defaultTuneRounds = 2
+	maxTuneRounds     = 100
+	minTuneBytes      = 4096
+	maxTuneBytes      = maxArrayBytes / 2
 )
 
 // tuneFlags are the flags of "stridebench tune".
@@ -93,6 +98,9 @@ replaced (old entries of it that the tune did not rewrite are kept), the
 header, comments, the "any" heuristic and other architectures stay as they
 were. A missing -o file is created from the table compiled into stridebench.
 
+Limits: -bytes 4096 to 16GiB, -reps 10..10000, -warmup 1..10000,
+-rounds 1..100, -budget positive.
+
 Exit status: 0 when every family was tuned, 1 when one failed (a candidate
 that gave wrong bytes is only skipped, but wrong bytes from the table's
 current knobs fail the family) or the GPU could not be used, 2 on bad usage.
@@ -106,10 +114,10 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	fs.StringVar(&f.out, "o", defaultTuneTable, "tuning table `file` to rewrite (relative to the working directory)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the entries instead of writing them")
 	fs.DurationVar(&f.budget, "budget", defaultTuneBudget, "wall-clock `time` the whole tune may take")
-	fs.Var(sizeValue{&f.bytes}, "bytes", "about how many bytes each case writes (`size`: 64MiB, 192MiB, 1GiB)")
-	fs.IntVar(&f.reps, "reps", defaultTuneReps, fmt.Sprintf("timed samples per candidate and case, the median is used (`N` ≥ %d)", minTuneReps))
-	fs.IntVar(&f.warmup, "warmup", defaultTuneWarmup, "untimed launches per candidate and case first (`N` ≥ 1)")
-	fs.IntVar(&f.rounds, "rounds", defaultTuneRounds, "rounds of the coordinate-wise search (`N` ≥ 1)")
+	fs.Var(sizeValue{&f.bytes}, "bytes", "about how many bytes each case writes (`size`: 64MiB, 192MiB, 1GiB; 4096 to 16GiB)")
+	fs.IntVar(&f.reps, "reps", defaultTuneReps, fmt.Sprintf("timed samples per candidate and case, the median is used (`N`: %d..%d)", minTuneReps, maxTuneReps))
+	fs.IntVar(&f.warmup, "warmup", defaultTuneWarmup, fmt.Sprintf("untimed launches per candidate and case first (`N`: 1..%d)", maxTuneWarmup))
+	fs.IntVar(&f.rounds, "rounds", defaultTuneRounds, fmt.Sprintf("rounds of the coordinate-wise search (`N`: 1..%d)", maxTuneRounds))
 	family := fs.String("family", "", "tune only the families whose name matches this `regexp` (btile/3, tile/4x4, elem, ...)")
 	fs.BoolVar(&f.list, "list", false, "print the families, their knobs and cases, and exit (needs no GPU)")
 	fs.BoolVar(&f.quiet, "quiet", false, "no per-step progress lines")
@@ -126,17 +134,23 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	if f.budget <= 0 {
 		return nil, usageErr("-budget %v: must be positive", f.budget)
 	}
-	if f.bytes < 4096 {
-		return nil, usageErr("-bytes %d: must be at least 4096", f.bytes)
+	if f.bytes < minTuneBytes {
+		return nil, usageErr("-bytes %d: must be at least %d", f.bytes, minTuneBytes)
+	}
+	if f.bytes > maxTuneBytes {
+		return nil, usageErr("-bytes %s: must be at most %s", sizeString(f.bytes), sizeString(maxTuneBytes))
 	}
 	if f.reps < minTuneReps {
 		return nil, usageErr("-reps %d: must be at least %d", f.reps, minTuneReps)
 	}
-	if f.warmup < 1 {
-		return nil, usageErr("-warmup %d: must be at least 1", f.warmup)
+	if f.reps > maxTuneReps {
+		return nil, usageErr("-reps %d: must be at most %d", f.reps, maxTuneReps)
 	}
-	if f.rounds < 1 {
-		return nil, usageErr("-rounds %d: must be at least 1", f.rounds)
+	if f.warmup < 1 || f.warmup > maxTuneWarmup {
+		return nil, usageErr("-warmup %d: must be in 1..%d", f.warmup, maxTuneWarmup)
+	}
+	if f.rounds < 1 || f.rounds > maxTuneRounds {
+		return nil, usageErr("-rounds %d: must be in 1..%d", f.rounds, maxTuneRounds)
 	}
 	familyRE, err := regexp.Compile(*family)
 	if err != nil {

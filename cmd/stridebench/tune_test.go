@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -606,5 +608,27 @@ func TestMedianIQR(t *testing.T) {
 	}
 	if med, iqr := medianIQR(nil); med != 0 || iqr != 0 {
 		t.Errorf("no samples: %v %v", med, iqr)
+	}
+}
+
+// TestTuneFlagLimits checks the upper bounds of tune's counts and sizes:
+// past them, a usage error naming the flag and value.
+func TestTuneFlagLimits(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"-reps", "9000000000000000000"}, "-reps 9000000000000000000: must be at most 10000"},
+		{[]string{"-warmup", "10001"}, "-warmup 10001: must be in 1..10000"},
+		{[]string{"-rounds", "1000000"}, "-rounds 1000000: must be in 1..100"},
+		{[]string{"-bytes", "1024GiB"}, "-bytes 1024 GiB: must be at most 16 GiB"},
+	} {
+		_, err := parseTuneFlags(tc.args, io.Discard)
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.msg) {
+			t.Errorf("tune %v: %v, want a usage error naming %q", tc.args, err, tc.msg)
+		}
+	}
+	if _, err := parseTuneFlags([]string{"-reps", "10000", "-warmup", "10000", "-rounds", "100", "-bytes", "16GiB"}, io.Discard); err != nil {
+		t.Errorf("the limits: %v", err)
 	}
 }

@@ -2,11 +2,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"flag"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stridekit/stridekit/gen"
 )
 
 // stridegen builds the tool once per test binary.
@@ -88,6 +93,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{}, "no signatures"},
 		{[]string{"-sigfile", "testdata/nope.sigs"}, "nope.sigs"},
 		{[]string{"-sig", "tile:nd=2,item=4", "extra"}, "extra"},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "a-b"}, `-pkg: "a-b" is not a Go identifier`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "type"}, `"type" is a Go keyword`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_0"}, `"sm_0" is not a GPU architecture`},
 	} {
 		cmd := exec.Command(bin, append(c.args, "-o", filepath.Join(t.TempDir(), "x.go"))...)
 		out, err := cmd.CombinedOutput()
@@ -100,4 +108,80 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%v: output does not name %q:\n%s", c.args, c.want, out)
 		}
 	}
+}
+
+// TestParseArgs checks the command line without building the tool: -pkg
+// and -arch are checked up front, with messages that name them.
+func TestParseArgs(t *testing.T) {
+	c, err := parseArgs([]string{"-sig", "tile:nd=2,item=4", "-pkg", "kernels", "-arch", "sm_90,sm_80,sm_120", "-o", "k.go"})
+	if err != nil || c.pkg != "kernels" || c.output != "k.go" || len(c.sigs) != 1 || len(c.archs) != 3 || c.archs[0] != 90 || c.archs[2] != 120 {
+		t.Fatalf("parseArgs: %+v, %v", c, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string // in the error; "" for flag.ErrHelp
+	}{
+		{[]string{"-h"}, ""},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "a-b"}, `-pkg: "a-b" is not a Go identifier`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "9lives"}, `"9lives" is not a Go identifier`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "_"}, `"_" is not a Go identifier`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-pkg", "func"}, `"func" is a Go keyword`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_0"}, `invalid value "sm_0" for flag -arch: "sm_0" is not a GPU architecture`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_1000"}, `"sm_1000" is not a GPU architecture`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_90,"}, `"" is not of the form sm_90`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_090"}, `"sm_090" is not of the form sm_90`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-arch", "sm_-90"}, `"sm_-90" is not of the form sm_90`},
+		{[]string{"-sig", "tile:nd=2,item=4", "-o", ""}, "-o: empty file name"},
+		{[]string{}, "no signatures"},
+	} {
+		_, err := parseArgs(tc.args)
+		if tc.want == "" {
+			if !errors.Is(err, flag.ErrHelp) {
+				t.Errorf("%q: %v, want flag.ErrHelp", tc.args, err)
+			}
+			continue
+		}
+		if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want a usage error naming %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// FuzzFlags feeds argument lists (NUL-separated) to parseArgs: it returns
+// flag.ErrHelp, a usage error, or a config whose package name and
+// architectures are valid; it never panics.
+func FuzzFlags(f *testing.F) {
+	for _, s := range []string{
+		"", "-h", "-sig\x00tile:nd=2,item=4", "-sig\x00tile:nd=2,item=4\x00-pkg\x00a-b", "-sig\x00elem:nd=8,item=12\x00-arch\x00sm_0",
+		"-sigfile\x00x.sigs\x00-arch\x00sm_90,sm_80\x00-o\x00k.go", "-sig\x00tile:nd=3,item=4,vec=3", "-pkg=func\x00-sig\x00fill:nd=1,item=1,vec=16,idx=64",
+		"-arch\x00sm_9999999999999999999999", "--\x00-sig",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		args := strings.Split(s, "\x00")
+		c, err := parseArgs(args)
+		if err != nil {
+			if !errors.Is(err, flag.ErrHelp) && !errors.Is(err, errUsage) {
+				t.Fatalf("%q: error %v is not a usage error", args, err)
+			}
+			return
+		}
+		if c.output == "" || len(c.sigs) == 0 && c.sigfile == "" {
+			t.Fatalf("%q: %+v", args, c)
+		}
+		if c.pkg != "" && (!token.IsIdentifier(c.pkg) || c.pkg == "_") {
+			t.Fatalf("%q: package %q", args, c.pkg)
+		}
+		for _, a := range c.archs {
+			if a < minArch || a > maxArch {
+				t.Fatalf("%q: arch %d", args, a)
+			}
+		}
+		for _, sig := range c.sigs {
+			if err := gen.Check(sig); err != nil {
+				t.Fatalf("%q: signature %v: %v", args, sig, err)
+			}
+		}
+	})
 }
