@@ -173,7 +173,7 @@ func argDecl(spec []argField, nd int) string {
 	b.WriteString("};\n")
 	offs, size := argLayout(spec, nd)
 	for i, f := range spec {
-		fmt.Fprintf(&b, "SK_CHECK(sk_at_%s, SK_AT(A, %s) == %d); // gen packs A.%s at byte %d\n", f.Name, f.Name, offs[i], f.Name, offs[i])
+		fmt.Fprintf(&b, "SK_CHECK(sk_at_%s, SK_AT_IS(A, %s, %d)); // gen packs A.%s at byte %d\n", f.Name, f.Name, offs[i], f.Name, offs[i])
 	}
 	fmt.Fprintf(&b, "SK_CHECK(sk_sizeof_A, sizeof(A) == %d); // gen packs %d bytes", size, size)
 	return b.String()

@@ -56,7 +56,7 @@ func TestArgDecl(t *testing.T) {
 					t.Fatalf("%v nd=%d: field %s missing or out of order in\n%s", c, nd, f.Name, decl)
 				}
 				at += j
-				want := "SK_CHECK(sk_at_" + f.Name + ", SK_AT(A, " + f.Name + ") == " + itoa(offs[i]) + ");"
+				want := "SK_CHECK(sk_at_" + f.Name + ", SK_AT_IS(A, " + f.Name + ", " + itoa(offs[i]) + "));"
 				if !strings.Contains(decl, want) {
 					t.Errorf("%v nd=%d: no %q", c, nd, want)
 				}

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/cudaemu"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -132,4 +135,57 @@ func TestNVRTCCompileAll(t *testing.T) {
 		}
 	}
 	t.Logf("compiled %d kernels × 2 architectures in %v", len(sigs), time.Since(start).Round(time.Millisecond))
+}
+
+// TestArgsOffsetsChecked: a kernel source whose argument block disagrees
+// with gen's packing by one field's offset does not compile — with NVRTC
+// (the C++ dialect CI's NVRTC defaults to checks every field) and with the
+// host compiler that runs the kernels in tests.
+func TestArgsOffsetsChecked(t *testing.T) {
+	sigs := []layout.Signature{
+		{Class: layout.ClassBoxTile, NDim: 3, Itemsize: 4, Vec: 1},
+		{Class: layout.ClassElementwise, NDim: 2, Itemsize: 8, Vec: 1},
+	}
+	for _, sig := range sigs {
+		src, err := gen.Source(sig, gen.KnobsFor(sig, 90))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := tamperOffset(t, src)
+		if nvrtcOK() {
+			if _, _, err := cuda.NVRTCCompile(src, "good.cu", []string{"--gpu-architecture=sm_80"}, true); err != nil {
+				t.Fatalf("%v: the untampered source does not compile: %v", sig, err)
+			}
+			if _, _, err := cuda.NVRTCCompile(bad, "bad.cu", []string{"--gpu-architecture=sm_80"}, true); err == nil {
+				t.Errorf("%v: NVRTC compiled a source whose argument offsets are wrong", sig)
+			}
+		}
+		if cudaemu.Available() == nil {
+			var l gen.Launch
+			l.Grid, l.Block = gen.Dim3{X: 1, Y: 1, Z: 1}, gen.Dim3{X: 1, Y: 1, Z: 1}
+			err := cudaemu.Launch(bad, gen.Name(sig), l, make([]byte, gen.ArgsSize(sig)), make([]byte, 64), 0, 0, make([]byte, 64), 0, 0)
+			if err == nil || !strings.Contains(err.Error(), "compiling") {
+				t.Errorf("%v: the host compiler took a source whose argument offsets are wrong: %v", sig, err)
+			}
+		}
+	}
+}
+
+// tamperOffset moves the offset the source checks for its last field by 4.
+func tamperOffset(t *testing.T, src string) string {
+	re := regexp.MustCompile(`SK_AT_IS\(A, (\w+), (\d+)\)\); // gen packs`)
+	m := re.FindAllStringSubmatchIndex(src, -1)
+	if len(m) == 0 {
+		t.Fatal("no field offset checks in the source")
+	}
+	last := m[len(m)-1]
+	n, _ := strconv.Atoi(src[last[4]:last[5]])
+	return src[:last[4]] + strconv.Itoa(n+4) + src[last[5]:]
+}
+
+// nvrtcOK reports whether NVRTC can be loaded (else the test checks the
+// host compiler only; STRIDEKIT_REQUIRE_NVRTC makes NeedNVRTC fail).
+func nvrtcOK() bool {
+	_, _, err := cuda.NVRTCVersion()
+	return err == nil
 }

@@ -12,15 +12,19 @@ __device__ __forceinline__ unsigned long long sk_div(unsigned long long n, unsig
 // byte q, into bytes p..p+g-1 of a and keeps a's other bytes.
 #define SK_SEL1(n, p, q, g) ((((n) >= (p) && (n) < (p) + (g)) ? 4 + (q) + (n) - (p) : (n)) << (4 * (n)))
 #define SK_SEL(p, q, g) (SK_SEL1(0, p, q, g) | SK_SEL1(1, p, q, g) | SK_SEL1(2, p, q, g) | SK_SEL1(3, p, q, g))
-// SK_AT(T, f) is the byte offset of field f in struct T, as a constant
-// (NVRTC takes the classic form in every dialect; host compilers, which
-// run the kernels in tests, the builtin); SK_CHECK(name, cond) breaks the
-// build where cond is false, in any C++ dialect: the argument blocks check
-// with them that each field is where gen packs it.
-#ifdef __CUDACC_RTC__
-#define SK_AT(T, f) ((unsigned long long)&((T*)0)->f)
+// SK_AT_IS(T, f, n) is true when field f of struct T is at byte n, and
+// SK_CHECK(name, cond) breaks the build where cond is false, in any C++
+// dialect: the argument blocks check with them that each field is where gen
+// packs it. Host compilers (which run the kernels in tests) have
+// __builtin_offsetof; NVRTC takes the classic offsetof as a constant before
+// C++11 only, so in later dialects it checks the block's size alone (the
+// same source's field offsets are checked by the compilers CI runs).
+#if !defined(__CUDACC_RTC__)
+#define SK_AT_IS(T, f, n) (__builtin_offsetof(T, f) == (n))
+#elif __cplusplus < 201103L
+#define SK_AT_IS(T, f, n) ((unsigned long long)&((T*)0)->f == (n))
 #else
-#define SK_AT(T, f) __builtin_offsetof(T, f)
+#define SK_AT_IS(T, f, n) 1
 #endif
 #define SK_CHECK(name, cond) typedef char name[(cond) ? 1 : -1]
 #endif
@@ -77,43 +81,43 @@ struct A {
 	int offCd;
 	int lgw; // log2 threads per run: word load
 };
-SK_CHECK(sk_at_ntiles, SK_AT(A, ntiles) == 0); // gen packs A.ntiles at byte 0
-SK_CHECK(sk_at_slo, SK_AT(A, slo) == 8); // gen packs A.slo at byte 8
-SK_CHECK(sk_at_shi, SK_AT(A, shi) == 16); // gen packs A.shi at byte 16
-SK_CHECK(sk_at_sstep, SK_AT(A, sstep) == 24); // gen packs A.sstep at byte 24
-SK_CHECK(sk_at_dstep, SK_AT(A, dstep) == 32); // gen packs A.dstep at byte 32
-SK_CHECK(sk_at_shape, SK_AT(A, shape) == 40); // gen packs A.shape at byte 40
-SK_CHECK(sk_at_dstride, SK_AT(A, dstride) == 56); // gen packs A.dstride at byte 56
-SK_CHECK(sk_at_sstride, SK_AT(A, sstride) == 72); // gen packs A.sstride at byte 72
-SK_CHECK(sk_at_tile, SK_AT(A, tile) == 88); // gen packs A.tile at byte 88
-SK_CHECK(sk_at_chunks, SK_AT(A, chunks) == 104); // gen packs A.chunks at byte 104
-SK_CHECK(sk_at_cmul, SK_AT(A, cmul) == 120); // gen packs A.cmul at byte 120
-SK_CHECK(sk_at_cshr, SK_AT(A, cshr) == 136); // gen packs A.cshr at byte 136
-SK_CHECK(sk_at_sord, SK_AT(A, sord) == 144); // gen packs A.sord at byte 144
-SK_CHECK(sk_at_dord, SK_AT(A, dord) == 152); // gen packs A.dord at byte 152
-SK_CHECK(sk_at_w, SK_AT(A, w) == 160); // gen packs A.w at byte 160
-SK_CHECK(sk_at_nk, SK_AT(A, nk) == 168); // gen packs A.nk at byte 168
-SK_CHECK(sk_at_nsr, SK_AT(A, nsr) == 172); // gen packs A.nsr at byte 172
-SK_CHECK(sk_at_ndr, SK_AT(A, ndr) == 176); // gen packs A.ndr at byte 176
-SK_CHECK(sk_at_ls, SK_AT(A, ls) == 180); // gen packs A.ls at byte 180
-SK_CHECK(sk_at_rs, SK_AT(A, rs) == 184); // gen packs A.rs at byte 184
-SK_CHECK(sk_at_ld, SK_AT(A, ld) == 188); // gen packs A.ld at byte 188
-SK_CHECK(sk_at_rd, SK_AT(A, rd) == 192); // gen packs A.rd at byte 192
-SK_CHECK(sk_at_offS, SK_AT(A, offS) == 196); // gen packs A.offS at byte 196
-SK_CHECK(sk_at_lgs, SK_AT(A, lgs) == 200); // gen packs A.lgs at byte 200
-SK_CHECK(sk_at_lgd, SK_AT(A, lgd) == 204); // gen packs A.lgd at byte 204
-SK_CHECK(sk_at_c0, SK_AT(A, c0) == 208); // gen packs A.c0 at byte 208
-SK_CHECK(sk_at_rgs, SK_AT(A, rgs) == 212); // gen packs A.rgs at byte 212
-SK_CHECK(sk_at_rgd, SK_AT(A, rgd) == 228); // gen packs A.rgd at byte 228
-SK_CHECK(sk_at_lasts, SK_AT(A, lasts) == 244); // gen packs A.lasts at byte 244
-SK_CHECK(sk_at_lastd, SK_AT(A, lastd) == 248); // gen packs A.lastd at byte 248
-SK_CHECK(sk_at_offG, SK_AT(A, offG) == 252); // gen packs A.offG at byte 252
-SK_CHECK(sk_at_offH, SK_AT(A, offH) == 256); // gen packs A.offH at byte 256
-SK_CHECK(sk_at_offA, SK_AT(A, offA) == 260); // gen packs A.offA at byte 260
-SK_CHECK(sk_at_offB, SK_AT(A, offB) == 264); // gen packs A.offB at byte 264
-SK_CHECK(sk_at_offCs, SK_AT(A, offCs) == 268); // gen packs A.offCs at byte 268
-SK_CHECK(sk_at_offCd, SK_AT(A, offCd) == 272); // gen packs A.offCd at byte 272
-SK_CHECK(sk_at_lgw, SK_AT(A, lgw) == 276); // gen packs A.lgw at byte 276
+SK_CHECK(sk_at_ntiles, SK_AT_IS(A, ntiles, 0)); // gen packs A.ntiles at byte 0
+SK_CHECK(sk_at_slo, SK_AT_IS(A, slo, 8)); // gen packs A.slo at byte 8
+SK_CHECK(sk_at_shi, SK_AT_IS(A, shi, 16)); // gen packs A.shi at byte 16
+SK_CHECK(sk_at_sstep, SK_AT_IS(A, sstep, 24)); // gen packs A.sstep at byte 24
+SK_CHECK(sk_at_dstep, SK_AT_IS(A, dstep, 32)); // gen packs A.dstep at byte 32
+SK_CHECK(sk_at_shape, SK_AT_IS(A, shape, 40)); // gen packs A.shape at byte 40
+SK_CHECK(sk_at_dstride, SK_AT_IS(A, dstride, 56)); // gen packs A.dstride at byte 56
+SK_CHECK(sk_at_sstride, SK_AT_IS(A, sstride, 72)); // gen packs A.sstride at byte 72
+SK_CHECK(sk_at_tile, SK_AT_IS(A, tile, 88)); // gen packs A.tile at byte 88
+SK_CHECK(sk_at_chunks, SK_AT_IS(A, chunks, 104)); // gen packs A.chunks at byte 104
+SK_CHECK(sk_at_cmul, SK_AT_IS(A, cmul, 120)); // gen packs A.cmul at byte 120
+SK_CHECK(sk_at_cshr, SK_AT_IS(A, cshr, 136)); // gen packs A.cshr at byte 136
+SK_CHECK(sk_at_sord, SK_AT_IS(A, sord, 144)); // gen packs A.sord at byte 144
+SK_CHECK(sk_at_dord, SK_AT_IS(A, dord, 152)); // gen packs A.dord at byte 152
+SK_CHECK(sk_at_w, SK_AT_IS(A, w, 160)); // gen packs A.w at byte 160
+SK_CHECK(sk_at_nk, SK_AT_IS(A, nk, 168)); // gen packs A.nk at byte 168
+SK_CHECK(sk_at_nsr, SK_AT_IS(A, nsr, 172)); // gen packs A.nsr at byte 172
+SK_CHECK(sk_at_ndr, SK_AT_IS(A, ndr, 176)); // gen packs A.ndr at byte 176
+SK_CHECK(sk_at_ls, SK_AT_IS(A, ls, 180)); // gen packs A.ls at byte 180
+SK_CHECK(sk_at_rs, SK_AT_IS(A, rs, 184)); // gen packs A.rs at byte 184
+SK_CHECK(sk_at_ld, SK_AT_IS(A, ld, 188)); // gen packs A.ld at byte 188
+SK_CHECK(sk_at_rd, SK_AT_IS(A, rd, 192)); // gen packs A.rd at byte 192
+SK_CHECK(sk_at_offS, SK_AT_IS(A, offS, 196)); // gen packs A.offS at byte 196
+SK_CHECK(sk_at_lgs, SK_AT_IS(A, lgs, 200)); // gen packs A.lgs at byte 200
+SK_CHECK(sk_at_lgd, SK_AT_IS(A, lgd, 204)); // gen packs A.lgd at byte 204
+SK_CHECK(sk_at_c0, SK_AT_IS(A, c0, 208)); // gen packs A.c0 at byte 208
+SK_CHECK(sk_at_rgs, SK_AT_IS(A, rgs, 212)); // gen packs A.rgs at byte 212
+SK_CHECK(sk_at_rgd, SK_AT_IS(A, rgd, 228)); // gen packs A.rgd at byte 228
+SK_CHECK(sk_at_lasts, SK_AT_IS(A, lasts, 244)); // gen packs A.lasts at byte 244
+SK_CHECK(sk_at_lastd, SK_AT_IS(A, lastd, 248)); // gen packs A.lastd at byte 248
+SK_CHECK(sk_at_offG, SK_AT_IS(A, offG, 252)); // gen packs A.offG at byte 252
+SK_CHECK(sk_at_offH, SK_AT_IS(A, offH, 256)); // gen packs A.offH at byte 256
+SK_CHECK(sk_at_offA, SK_AT_IS(A, offA, 260)); // gen packs A.offA at byte 260
+SK_CHECK(sk_at_offB, SK_AT_IS(A, offB, 264)); // gen packs A.offB at byte 264
+SK_CHECK(sk_at_offCs, SK_AT_IS(A, offCs, 268)); // gen packs A.offCs at byte 268
+SK_CHECK(sk_at_offCd, SK_AT_IS(A, offCd, 272)); // gen packs A.offCd at byte 272
+SK_CHECK(sk_at_lgw, SK_AT_IS(A, lgw, 276)); // gen packs A.lgw at byte 276
 SK_CHECK(sk_sizeof_A, sizeof(A) == 280); // gen packs 280 bytes
 // Granule loads and stores: G bytes, zero-extended into a word.
 __device__ __forceinline__ u32 ldg_g(const u8* p) {

@@ -12,15 +12,19 @@ __device__ __forceinline__ unsigned long long sk_div(unsigned long long n, unsig
 // byte q, into bytes p..p+g-1 of a and keeps a's other bytes.
 #define SK_SEL1(n, p, q, g) ((((n) >= (p) && (n) < (p) + (g)) ? 4 + (q) + (n) - (p) : (n)) << (4 * (n)))
 #define SK_SEL(p, q, g) (SK_SEL1(0, p, q, g) | SK_SEL1(1, p, q, g) | SK_SEL1(2, p, q, g) | SK_SEL1(3, p, q, g))
-// SK_AT(T, f) is the byte offset of field f in struct T, as a constant
-// (NVRTC takes the classic form in every dialect; host compilers, which
-// run the kernels in tests, the builtin); SK_CHECK(name, cond) breaks the
-// build where cond is false, in any C++ dialect: the argument blocks check
-// with them that each field is where gen packs it.
-#ifdef __CUDACC_RTC__
-#define SK_AT(T, f) ((unsigned long long)&((T*)0)->f)
+// SK_AT_IS(T, f, n) is true when field f of struct T is at byte n, and
+// SK_CHECK(name, cond) breaks the build where cond is false, in any C++
+// dialect: the argument blocks check with them that each field is where gen
+// packs it. Host compilers (which run the kernels in tests) have
+// __builtin_offsetof; NVRTC takes the classic offsetof as a constant before
+// C++11 only, so in later dialects it checks the block's size alone (the
+// same source's field offsets are checked by the compilers CI runs).
+#if !defined(__CUDACC_RTC__)
+#define SK_AT_IS(T, f, n) (__builtin_offsetof(T, f) == (n))
+#elif __cplusplus < 201103L
+#define SK_AT_IS(T, f, n) ((unsigned long long)&((T*)0)->f == (n))
 #else
-#define SK_AT(T, f) __builtin_offsetof(T, f)
+#define SK_AT_IS(T, f, n) 1
 #endif
 #define SK_CHECK(name, cond) typedef char name[(cond) ? 1 : -1]
 #endif
@@ -45,13 +49,13 @@ struct A {
 	unsigned long long mul[ND]; // fast-division multipliers of div
 	unsigned int shr[ND]; // fast-division shifts of div
 };
-SK_CHECK(sk_at_n, SK_AT(A, n) == 0); // gen packs A.n at byte 0
-SK_CHECK(sk_at_shape, SK_AT(A, shape) == 32); // gen packs A.shape at byte 32
-SK_CHECK(sk_at_dstride, SK_AT(A, dstride) == 48); // gen packs A.dstride at byte 48
-SK_CHECK(sk_at_sstride, SK_AT(A, sstride) == 64); // gen packs A.sstride at byte 64
-SK_CHECK(sk_at_div, SK_AT(A, div) == 80); // gen packs A.div at byte 80
-SK_CHECK(sk_at_mul, SK_AT(A, mul) == 96); // gen packs A.mul at byte 96
-SK_CHECK(sk_at_shr, SK_AT(A, shr) == 112); // gen packs A.shr at byte 112
+SK_CHECK(sk_at_n, SK_AT_IS(A, n, 0)); // gen packs A.n at byte 0
+SK_CHECK(sk_at_shape, SK_AT_IS(A, shape, 32)); // gen packs A.shape at byte 32
+SK_CHECK(sk_at_dstride, SK_AT_IS(A, dstride, 48)); // gen packs A.dstride at byte 48
+SK_CHECK(sk_at_sstride, SK_AT_IS(A, sstride, 64)); // gen packs A.sstride at byte 64
+SK_CHECK(sk_at_div, SK_AT_IS(A, div, 80)); // gen packs A.div at byte 80
+SK_CHECK(sk_at_mul, SK_AT_IS(A, mul, 96)); // gen packs A.mul at byte 96
+SK_CHECK(sk_at_shr, SK_AT_IS(A, shr, 112)); // gen packs A.shr at byte 112
 SK_CHECK(sk_sizeof_A, sizeof(A) == 120); // gen packs 120 bytes
 // rep loads one element at p (byte loads, any alignment) and repeats it VEC times.
 __device__ __forceinline__ V rep(const unsigned char* __restrict__ p) {
