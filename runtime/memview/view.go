@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -23,8 +24,9 @@ var (
 	// ErrDevice reports views on two different devices, or a stream of a
 	// device other than the views'.
 	ErrDevice = errors.New("memview: views on different devices")
-	// ErrDType reports a dtype that does not match its layout, or a copy
-	// between views of different dtypes (there are no conversions).
+	// ErrDType reports a dtype that does not match its layout, a copy
+	// between views of different dtypes (there are no conversions), or a
+	// Go element type that holds pointers (FromHost).
 	ErrDType = errors.New("memview: dtype mismatch")
 	// ErrNilStream reports a copy that needs a stream (it involves device
 	// memory) given none.
@@ -34,6 +36,10 @@ var (
 	// ErrIncomplete reports a copy that failed after part of it may have
 	// been written: the destination's contents are undefined.
 	ErrIncomplete = errors.New("memview: copy failed part way; dst is partly written")
+	// ErrTooLarge reports a host copy (ToHost) whose size in bytes
+	// overflows, or is more than the process can hold: the Go memory
+	// limit, or the memory available.
+	ErrTooLarge = errors.New("memview: host copy too large")
 )
 
 // ErrClosed reports the use of a closed view or of a view of a closed
@@ -138,7 +144,17 @@ func FromBuffer(buf *cuda.Buffer, l layout.Layout, dt layout.DType) (*StridedMem
 // View). It fails with ErrOutOfBounds when l needs more bytes than data
 // has. The memory is pageable host memory, copied synchronously; the view
 // keeps data alive.
+//
+// T must hold no Go pointers: not a pointer, string, slice, map, channel,
+// function, interface or unsafe.Pointer, nor an array or struct with one
+// inside. A copy writes raw bytes, behind the garbage collector's back, and
+// ToDLPack would hand the memory to C, where Go pointers may not go; so
+// such a T is an ErrDType error naming it. Numbers, bools, and arrays and
+// structs of them are accepted.
 func FromHost[T any](data []T, l layout.Layout) (*StridedMemoryView, error) {
+	if err := checkPointerFree(reflect.TypeFor[T]()); err != nil {
+		return nil, fmt.Errorf("memview: FromHost: %w", err)
+	}
 	var zero T
 	size := int(unsafe.Sizeof(zero))
 	n := uintptr(len(data) * size)
@@ -154,6 +170,72 @@ func FromHost[T any](data []T, l layout.Layout) (*StridedMemoryView, error) {
 	}
 	v.kind, v.base = cuda.MemoryPageable, base
 	return v, nil
+}
+
+// pointerFree caches, per reflect.Type, the verdict of checkPointerFree:
+// nil, or the error for a type that holds Go pointers.
+var pointerFree sync.Map // reflect.Type → error (nil: pointer-free)
+
+// checkPointerFree returns an ErrDType error naming t when values of t hold
+// Go pointers, which a view's memory must not (see FromHost). The verdict is
+// reached once per type, by a walk of its elements and fields, and cached.
+func checkPointerFree(t reflect.Type) error {
+	if v, ok := pointerFree.Load(t); ok {
+		err, _ := v.(error)
+		return err
+	}
+	var err error
+	if path, kind, bad := pointerPath(t, 0); bad {
+		if path != "" {
+			kind += " at " + path
+		}
+		err = fmt.Errorf("%w: element type %v holds Go pointers (%s): a view's memory is copied as raw bytes and may be handed to C, so it must be pointer-free", ErrDType, t, kind)
+	}
+	v, _ := pointerFree.LoadOrStore(t, err)
+	err, _ = v.(error)
+	return err
+}
+
+// pointerPath reports whether values of t hold Go pointers, and where: the
+// path from t to the first one (".f", "[i]" steps; "" when t itself is one)
+// and its kind. depth bounds the walk, which Go's types never reach: a type
+// recurses only through a pointer, slice, map, … where the walk stops.
+func pointerPath(t reflect.Type, depth int) (path, kind string, bad bool) {
+	if depth > 100 {
+		return "", t.Kind().String(), true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return "", "", false
+	case reflect.Array:
+		if t.Len() == 0 {
+			return "", "", false // holds nothing
+		}
+		if p, k, bad := pointerPath(t.Elem(), depth+1); bad {
+			return "[i]" + p, k, true
+		}
+		return "", "", false
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if p, k, bad := pointerPath(f.Type, depth+1); bad {
+				return "." + f.Name + p, k, true
+			}
+		}
+		return "", "", false
+	}
+	// Pointer, UnsafePointer, String, Slice, Map, Chan, Func, Interface.
+	switch t.Kind() {
+	case reflect.Pointer:
+		return "", "pointer", true
+	case reflect.Chan:
+		return "", "channel", true
+	case reflect.Func:
+		return "", "function", true
+	}
+	return "", t.Kind().String(), true
 }
 
 // dtypeOf maps a Go type to the dtype of items of size bytes.
