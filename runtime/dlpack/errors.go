@@ -26,8 +26,8 @@ var (
 	// ErrSubByte reports a packed fp4 or fp6 tensor whose elements cannot be
 	// grouped into whole bytes (see LayoutOf).
 	ErrSubByte = errors.New("dlpack: packed sub-byte tensor not expressible in whole bytes")
-	// ErrNDim reports a negative ndim, or more dims than DLTensor.ndim
-	// (an int32) can hold.
+	// ErrNDim reports a negative ndim or one over MaxNDim (Import), or
+	// more dims than DLTensor.ndim (an int32) can hold (Export).
 	ErrNDim = errors.New("dlpack: bad ndim")
 	// ErrShape reports a NULL shape with ndim > 0 or a negative extent.
 	ErrShape = errors.New("dlpack: bad shape")

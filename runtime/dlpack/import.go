@@ -7,6 +7,18 @@ import (
 	"github.com/stridekit/stridekit/layout"
 )
 
+// MaxNDim is the most dims Import accepts. DLPack does not bound ndim, and
+// a consumer cannot know how long the producer's shape and strides arrays
+// are: it must trust ndim to read them, so a corrupt or hostile ndim (10⁹,
+// say) would make Import read gigabytes past the arrays, faulting or
+// reporting extents that are whatever lies there. Import therefore refuses
+// ndim > MaxNDim (ErrNDim) before it touches either array, which bounds
+// what a lying ndim can make it read to MaxNDim values per array. 64 is
+// NumPy's limit (NPY_MAXDIMS since NumPy 2.0) and the most dims
+// stridekit's kernels are generated for (gen.MaxNDim); real tensors have
+// far fewer.
+const MaxNDim = 64
+
 // Producer is what a consumer knows of a tensor besides its DLTensor: which
 // struct it came in, the producer's DLPack version and the flags.
 type Producer struct {
@@ -95,7 +107,8 @@ func ImportLegacy(m *DLManagedTensor) (Desc, error) {
 //     (ErrUnsupportedDevice, ErrDeviceID, see CheckDevice);
 //   - the dtype must have one lane and be one layout.NewDType knows
 //     (ErrDType, see DLDataType.DType);
-//   - ndim ≥ 0 (ErrNDim); shape non-NULL when ndim > 0 and every extent ≥ 0
+//   - 0 ≤ ndim ≤ MaxNDim (ErrNDim), checked before shape and strides are
+//     read; shape non-NULL when ndim > 0 and every extent ≥ 0
 //     (ErrShape);
 //   - NULL strides with ndim > 0 mean dense C order for legacy tensors and
 //     producers older than DLPack 1.2, and are an ErrStrides error from 1.2
@@ -135,6 +148,10 @@ func Import(t *DLTensor, p Producer) (Desc, error) {
 	n := t.NDim
 	if n < 0 {
 		return Desc{}, fmt.Errorf("%w: dl_tensor.ndim = %d is negative", ErrNDim, n)
+	}
+	if n > MaxNDim {
+		// Checked before the arrays are read: their length is ndim's word.
+		return Desc{}, fmt.Errorf("%w: dl_tensor.ndim = %d is over dlpack.MaxNDim = %d", ErrNDim, n, MaxNDim)
 	}
 	var shape, strides []int64
 	empty := false
