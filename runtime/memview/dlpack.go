@@ -2,8 +2,13 @@ package memview
 
 import (
 	"fmt"
+	"math"
+	"os"
 	"reflect"
 	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -57,6 +62,10 @@ func ProducerStream(s *cuda.Stream) DLPackOption { return func(c *dlpackConfig) 
 // export, ToDLPack of a device or managed view hands over such a copy
 // instead of the view, as a kDLCPU tensor flagged dlpack.FlagIsCopied;
 // views of host memory, pinned included, are handed over as they are.
+// A copy whose dense size overflows or is more than the process can hold
+// (a broadcast tensor of a few bytes may stand for petabytes) is refused
+// before anything is allocated, with an ErrTooLarge error; an import then
+// leaves the tensor to the caller.
 func ToHost() DLPackOption { return func(c *dlpackConfig) { c.host = true } }
 
 // Report makes an import fill *info with what it found out about the tensor
@@ -91,7 +100,11 @@ func (i ImportInfo) Copied() bool { return i.Flags.Has(dlpack.FlagIsCopied) }
 // exactly once, when the view, or any view derived from it (View, Slice,
 // Permute, …; they share one owner), is closed, or later if the view was
 // exported again with ToDLPack and that export is still held. Derived views
-// must not be used after Close.
+// must not be used after Close. A view that is never closed still gives
+// the tensor back: once neither it nor any view derived from it nor any
+// export of them is reachable, a cleanup (runtime.AddCleanup) runs the
+// deleter, on a goroutine of the runtime's, some time after a garbage
+// collection; Close is the prompt way.
 //
 // The tensor is checked by dlpack.ImportVersioned: a major version other
 // than dlpack.MajorVersion, an unsupported device, a dtype with lanes ≠ 1,
@@ -116,8 +129,8 @@ func (i ImportInfo) Copied() bool { return i.Flags.Has(dlpack.FlagIsCopied) }
 //
 // The view and its owner are one allocation, and the layouts of recently
 // seen shapes (with whether they are unique) are shared, so importing a
-// tensor and closing its view cost one allocation and under 200 ns
-// (BenchmarkFromDLPack: about 180 ns on a 2-core x86-64 machine, for a
+// tensor and closing its view cost that allocation and the two that
+// runtime.AddCleanup makes (BenchmarkFromDLPack measures the time, for a
 // 4-d strided kDLCPU tensor).
 func FromDLPack(m *dlpack.DLManagedTensorVersioned, opts ...DLPackOption) (*StridedMemoryView, error) {
 	if m == nil {
@@ -247,6 +260,11 @@ func importTensor(fn string, d *dlpack.Desc, ref tensorRef, info *ImportInfo, op
 	r.target = t
 	t.o.release = r.fn
 	t.v.owner = &t.o
+	// A view nobody closes still gives the tensor back: once no view of it
+	// and no export holds t, the cleanup runs the deleter (drop stops it
+	// when the tensor is given back the ordinary way). Its argument is the
+	// tensor, not t, so that t can become unreachable.
+	t.cleanup = runtime.AddCleanup(t, tensorRef.release, ref)
 	return &t.v, nil
 }
 
@@ -343,6 +361,9 @@ func importHostCopy(d *dlpack.Desc, kind cuda.MemoryKind, dev *cuda.Device, cfg 
 func hostCopyOf(src *StridedMemoryView, s *cuda.Stream) (*StridedMemoryView, []byte, error) {
 	l, err := layout.Dense(src.l.Shape(), src.l.Itemsize(), layout.C)
 	if err != nil {
+		return nil, nil, fmt.Errorf("%w: host copy of %v: %w", ErrTooLarge, src, err)
+	}
+	if err := checkHostAlloc(l.RequiredSizeInBytes(), src); err != nil {
 		return nil, nil, err
 	}
 	buf := make([]byte, l.RequiredSizeInBytes())
@@ -360,6 +381,58 @@ func hostCopyOf(src *StridedMemoryView, s *cuda.Stream) (*StridedMemoryView, []b
 		return nil, nil, err
 	}
 	return v, buf, nil
+}
+
+// maxHostCopy is the most bytes a host copy may have whatever the memory:
+// what an int counts, and below the largest allocation Go makes (2⁴⁸ bytes
+// on 64-bit platforms), beyond which make panics.
+const maxHostCopy = min(math.MaxInt, 1<<47)
+
+// checkHostAlloc refuses, with an ErrTooLarge error naming src and the
+// sizes, a host copy of src of n bytes that the process cannot hold: more
+// than maxHostCopy, or than the Go memory limit (GOMEMLIMIT,
+// debug.SetMemoryLimit), or, for copies over 64 MiB on Linux, than the
+// memory available (MemAvailable). A broadcast device tensor of a few bytes
+// can stand for petabytes dense, and make would panic or the runtime die
+// of it.
+func checkHostAlloc(n int64, src *StridedMemoryView) error {
+	if uint64(n) > maxHostCopy {
+		return fmt.Errorf("%w: host copy of %v needs %d bytes, over the %d bytes a host copy may have", ErrTooLarge, src, n, int64(maxHostCopy))
+	}
+	if lim := debug.SetMemoryLimit(-1); n > lim {
+		return fmt.Errorf("%w: host copy of %v needs %d bytes, over the Go memory limit of %d bytes", ErrTooLarge, src, n, lim)
+	}
+	if n > 64<<20 {
+		if avail, ok := memAvailable(); ok && uint64(n) > avail {
+			return fmt.Errorf("%w: host copy of %v needs %d bytes, over the %d bytes of memory available (MemAvailable)", ErrTooLarge, src, n, avail)
+		}
+	}
+	return nil
+}
+
+// memAvailable returns MemAvailable of /proc/meminfo in bytes, and false
+// where there is none (not Linux, or not readable).
+func memAvailable() (uint64, bool) {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		rest, ok := strings.CutPrefix(line, "MemAvailable:")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) != 2 || f[1] != "kB" {
+			return 0, false
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil || kb > math.MaxUint64/1024 {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
 }
 
 // order makes the work queued on producer so far visible on consumer: an
@@ -394,12 +467,18 @@ func order(producer, consumer *cuda.Stream) error {
 // dlpackView is a view that owns a DLPack tensor, allocated with its owner
 // in one block. refs counts the holders of the tensor: the views (one
 // count, dropped by Close) and each ToDLPack export of them not yet
-// deleted; the last one out calls the tensor's deleter.
+// deleted; the last one out calls the tensor's deleter. Every view derived
+// from the tensor's points to o, and every export's release function to
+// the dlpackView, so the block is unreachable only when no view and no
+// export is left; cleanup then calls the deleter if no Close did (a view
+// forgotten without Close, which would otherwise leak the producer's
+// tensor).
 type dlpackView struct {
-	o    owner // first: dlpackOwner converts the views' *owner back
-	v    StridedMemoryView
-	refs atomic.Int64
-	ref  tensorRef
+	o       owner // first: dlpackOwner converts the views' *owner back
+	v       StridedMemoryView
+	refs    atomic.Int64
+	ref     tensorRef
+	cleanup runtime.Cleanup // calls ref's deleter once t is unreachable; stopped by drop
 }
 
 // hold adds a holder, unless the tensor was already given back.
@@ -415,10 +494,14 @@ func (t *dlpackView) hold() bool {
 	}
 }
 
-// drop removes a holder; the last one gives the tensor back.
+// drop removes a holder; the last one gives the tensor back, and stops the
+// cleanup, which would otherwise give it back a second time once t is
+// unreachable. The cleanup cannot have been queued: the caller holds t.
 func (t *dlpackView) drop() {
 	if t.refs.Add(-1) == 0 {
+		t.cleanup.Stop()
 		t.ref.release()
+		runtime.KeepAlive(t) // reachable across Stop, as Stop requires
 	}
 }
 

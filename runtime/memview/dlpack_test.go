@@ -778,8 +778,8 @@ func TestFromDLPackAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		v.Close()
-	}); a > 1 {
-		t.Errorf("FromDLPack and Close allocate %v times, want at most 1", a)
+	}); a > 3 {
+		t.Errorf("FromDLPack and Close allocate %v times, want at most 3 (the view, and the cleanup's two)", a)
 	}
 }
 

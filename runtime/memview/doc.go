@@ -64,7 +64,8 @@
 // ProducerStream orders the producer's work with an event when its stream is
 // known. ToHost asks for the tensor on the host, copied when it is in device
 // memory and flagged IS_COPIED. Importing a tensor of a recently seen layout
-// costs one allocation and under 200 ns.
+// costs three allocations and about 350 ns: the view, and the cleanup that
+// gives a forgotten view's tensor back to its producer (runtime.AddCleanup).
 //
 // # Errors and cost
 //
