@@ -21,14 +21,66 @@ enum {
 	SK_ECUDA = -5,
 	SK_EINTERNAL = -6,
 };
+
+// What follows is capi's own. Each thread's last error message lives in
+// thread-local storage under a pthread key whose destructor frees it when
+// the thread exits: no table indexed by thread id that grows with every
+// thread ever seen, and no message of an exited thread handed to a later
+// thread that reuses its id. cgo also copies this preamble into
+// _cgo_export.c and the library's public header, which define
+// GO_CGO_EXPORT_PROLOGUE_H before it and need none of this; the
+// definitions are static, so that even where they were compiled twice they
+// would not clash.
+#ifndef GO_CGO_EXPORT_PROLOGUE_H
+#include <pthread.h>
+
+static pthread_key_t sk_err_key;
+static pthread_once_t sk_err_once = PTHREAD_ONCE_INIT;
+static int sk_err_keyed;
+static long sk_err_held; // messages held, for tests
+
+static void sk_err_free(void *msg) {
+	if (msg != NULL) {
+		free(msg);
+		__atomic_fetch_sub(&sk_err_held, 1, __ATOMIC_RELAXED);
+	}
+}
+
+static void sk_err_init(void) {
+	sk_err_keyed = pthread_key_create(&sk_err_key, sk_err_free) == 0;
+}
+
+// sk_set_error makes msg (from malloc; NULL clears) the calling thread's
+// last error, and frees the one before. Without a key it frees msg.
+static void sk_set_error(char *msg) {
+	pthread_once(&sk_err_once, sk_err_init);
+	if (!sk_err_keyed) {
+		free(msg);
+		return;
+	}
+	void *old = pthread_getspecific(sk_err_key);
+	if (pthread_setspecific(sk_err_key, msg) != 0) {
+		free(msg);
+		return;
+	}
+	if (msg != NULL) {
+		__atomic_fetch_add(&sk_err_held, 1, __ATOMIC_RELAXED);
+	}
+	sk_err_free(old);
+}
+
+// sk_get_error returns the calling thread's last error, or NULL.
+static const char *sk_get_error(void) {
+	pthread_once(&sk_err_once, sk_err_init);
+	return sk_err_keyed ? (const char *)pthread_getspecific(sk_err_key) : NULL;
+}
+
+static long sk_errors_held(void) { return __atomic_load_n(&sk_err_held, __ATOMIC_RELAXED); }
+#endif
 */
 import "C"
 
-import (
-	"sync"
-	"syscall"
-	"unsafe"
-)
+import "unsafe"
 
 // The C enums must say what the Go constants say.
 var (
@@ -44,28 +96,15 @@ var (
 	_ = [1]struct{}{}[C.SK_EINTERNAL-CodeInternal]
 )
 
-// lastErrors holds each OS thread's last error message as a C string:
-// a C caller's thread is the one its call into Go runs on.
-var lastErrors struct {
-	mu  sync.Mutex
-	msg map[int]*C.char
-}
-
 // setLastError records msg as the calling thread's last error, freeing the
-// one before.
-func setLastError(msg string) {
-	tid := syscall.Gettid()
-	c := C.CString(msg)
-	lastErrors.mu.Lock()
-	defer lastErrors.mu.Unlock()
-	if lastErrors.msg == nil {
-		lastErrors.msg = map[int]*C.char{}
-	}
-	if old := lastErrors.msg[tid]; old != nil {
-		C.free(unsafe.Pointer(old))
-	}
-	lastErrors.msg[tid] = c
-}
+// one before. A C caller's thread is the one its call into Go runs on (the
+// goroutine stays locked to it during the call), so the C helpers, called
+// from here, run on that thread too.
+func setLastError(msg string) { C.sk_set_error(C.CString(msg)) }
+
+// lastErrorsHeld returns how many threads' messages are held: those of
+// live threads whose last failing sk_copy left one.
+func lastErrorsHeld() int { return int(C.sk_errors_held()) }
 
 var empty = C.CString("")
 
@@ -86,10 +125,7 @@ func sk_copy(dst, src unsafe.Pointer, stream C.int64_t, flags C.uint64_t) C.int 
 //
 //export sk_last_error
 func sk_last_error() *C.char {
-	tid := syscall.Gettid()
-	lastErrors.mu.Lock()
-	defer lastErrors.mu.Unlock()
-	if c := lastErrors.msg[tid]; c != nil {
+	if c := C.sk_get_error(); c != nil {
 		return c
 	}
 	return empty

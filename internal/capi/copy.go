@@ -38,7 +38,10 @@
 // driver failed or is missing), SK_EINTERNAL (anything else, a recovered
 // panic included). sk_last_error returns the message of the calling
 // thread's last failed sk_copy ("" if none), valid until that thread's
-// next failing call.
+// next failing call or its exit. Each thread's message is kept in
+// thread-local storage and freed when the thread exits, so threads that
+// come and go leave nothing behind, and a new thread never sees a message
+// of one that exited.
 //
 // Without cgo (CGO_ENABLED=0) the package builds as a command that only
 // says how to build the library.
