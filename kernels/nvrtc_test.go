@@ -138,9 +138,9 @@ func TestNVRTCCompileAll(t *testing.T) {
 }
 
 // TestArgsOffsetsChecked: a kernel source whose argument block disagrees
-// with gen's packing by one field's offset does not compile — with NVRTC
-// (the C++ dialect CI's NVRTC defaults to checks every field) and with the
-// host compiler that runs the kernels in tests.
+// with gen's packing by one field's offset does not compile — with NVRTC in
+// C++03 (the dialect CI's NVRTC 11.8 defaults to, where NVRTC checks every
+// field) and with the host compiler that runs the kernels in tests.
 func TestArgsOffsetsChecked(t *testing.T) {
 	sigs := []layout.Signature{
 		{Class: layout.ClassBoxTile, NDim: 3, Itemsize: 4, Vec: 1},
@@ -153,10 +153,11 @@ func TestArgsOffsetsChecked(t *testing.T) {
 		}
 		bad := tamperOffset(t, src)
 		if nvrtcOK() {
-			if _, _, err := cuda.NVRTCCompile(src, "good.cu", []string{"--gpu-architecture=sm_80"}, true); err != nil {
+			opts := []string{"--gpu-architecture=sm_80", "--std=c++03"}
+			if _, _, err := cuda.NVRTCCompile(src, "good.cu", opts, true); err != nil {
 				t.Fatalf("%v: the untampered source does not compile: %v", sig, err)
 			}
-			if _, _, err := cuda.NVRTCCompile(bad, "bad.cu", []string{"--gpu-architecture=sm_80"}, true); err == nil {
+			if _, _, err := cuda.NVRTCCompile(bad, "bad.cu", opts, true); err == nil {
 				t.Errorf("%v: NVRTC compiled a source whose argument offsets are wrong", sig)
 			}
 		}
