@@ -126,7 +126,25 @@ const MaxNDim = 64
 // ArgsSize returns the size in bytes of the argument block of sig's kernel:
 // struct A in its CUDA source (see Pack).
 func ArgsSize(sig layout.Signature) int {
-	return argsSize(argSpec(sig.Class), int(sig.NDim))
+	nd := int(sig.NDim)
+	if sig.Class == layout.ClassBoxTile && nd < len(boxSizes) {
+		return boxSizes[nd]
+	}
+	if nd < len(rowsSizes) {
+		return rowsSizes[nd]
+	}
+	return argsSize(argSpec(sig.Class), nd)
+}
+
+// The argument block sizes by canonical rank, computed once.
+var rowsSizes, boxSizes = sizesOf(rowsArgs, MaxNDim), sizesOf(boxArgs, layout.MaxBoxNDim)
+
+func sizesOf(spec []argField, maxND int) []int {
+	s := make([]int, maxND+1)
+	for nd := range s {
+		s[nd] = argsSize(spec, nd)
+	}
+	return s
 }
 
 // Magic32 returns the multiplier and shift that divide any n in [0, 2³¹) by

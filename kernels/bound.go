@@ -60,6 +60,10 @@ func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bo
 	if dev == nil {
 		return nil, fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
 	}
+	if fn, k, ok := jit.Default.Loaded(dev, b.Plan.Sig); ok {
+		b.fn.Store(&fn) // the usual case: a new pair of a loaded kernel
+		return b, b.pack(dev, k.Name, k.Knobs)
+	}
 	k, err := jit.For(b.Plan.Sig, dev.Arch())
 	if err != nil {
 		return nil, err

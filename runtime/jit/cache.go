@@ -201,6 +201,18 @@ func load(dev *cuda.Device, source, name string, params []cuda.Param, opts Optio
 	return fn, m, nil
 }
 
+// Loaded returns the kernel for sig on dev and its function if Kernel has
+// loaded them already (one lock-free map lookup, no allocation), else
+// false: it neither renders nor compiles.
+func (c *Cache) Loaded(dev *cuda.Device, sig layout.Signature) (cuda.Function, Kernel, bool) {
+	if m := c.sigs.Load(); m != nil {
+		if e, ok := (*m)[sigKey{dev, sig}]; ok {
+			return e.fn, e.k, true
+		}
+	}
+	return cuda.Function{}, Kernel{}, false
+}
+
 // Kernel returns the kernel for sig on dev (For: the registered one, else
 // one rendered at run time with dev's tuning) and its function loaded on
 // dev. A hit costs one lock-free map lookup and allocates nothing.
