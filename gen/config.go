@@ -97,17 +97,13 @@ func Name(sig layout.Signature) string {
 }
 
 // Check reports whether a kernel can be generated for sig: a valid signature
-// of a class that has a kernel (contig, elem, tile, btile, bcast, fill), with
-// NDim ≤ MaxNDim (layout.MaxBoxNDim for btile), and NDim = 1 for contig.
+// of a class that has a kernel (elem, tile, btile, bcast, fill), with NDim ≤
+// MaxNDim (layout.MaxBoxNDim for btile).
 func Check(sig layout.Signature) error {
 	if err := sig.Validate(); err != nil {
 		return err
 	}
 	switch sig.Class {
-	case layout.ClassContiguous:
-		if sig.NDim != 1 {
-			return fmt.Errorf("gen: %v: contig kernels are 1-d", sig)
-		}
 	case layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile:
 	default:
 		return fmt.Errorf("gen: %v: class %v has no kernel", sig, sig.Class)

@@ -30,7 +30,6 @@ const DefaultMaxNDim = 6
 //     pieces whatever the element).
 //   - tile, bcast, btile: rank ≥ 2 (a rank-1 broadcast of a stride-0 src is
 //     a fill; a rank-1 copy transposes nothing).
-//   - contig: rank 1 (canonical dense copies merge to one dim).
 //   - tile: every src-fastest position 0..nd-2.
 func DefaultSet() []layout.Signature {
 	var out []layout.Signature
@@ -39,13 +38,6 @@ func DefaultSet() []layout.Signature {
 			return []uint8{1}
 		}
 		return []uint8{1, 16 / item}
-	}
-	for _, idx := range []bool{false, true} {
-		for _, item := range DefaultItemsizes {
-			for _, v := range vecs(item) {
-				out = append(out, layout.Signature{Class: layout.ClassContiguous, NDim: 1, Itemsize: item, Vec: v, Index64: idx})
-			}
-		}
 	}
 	for _, cls := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile} {
 		for nd := uint8(1); nd <= DefaultMaxNDim; nd++ {

@@ -54,11 +54,6 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 	vec := int64(sig.Vec)
 	var l Launch
 	switch sig.Class {
-	case layout.ClassContiguous:
-		n[0] = p.Volume / vec
-		per := int64(k.Threads * k.Unroll)
-		g := max(1, min(ceilDiv(n[0], per), int64(max(smCount, 1)*k.BlocksPerSM)))
-		l.Grid, l.Block = Dim3{X: uint32(g), Y: 1, Z: 1}, Dim3{X: uint32(k.Threads), Y: 1, Z: 1}
 	case layout.ClassElementwise, layout.ClassBroadcast, layout.ClassFill:
 		inner := p.Shape[nd-1] / vec
 		rows := int64(1)

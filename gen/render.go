@@ -328,8 +328,6 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.R, true
 	case "XU":
 		return d.XU, true
-	case "ContigUnroll":
-		return d.ContigUnroll, true
 	case "KE":
 		return d.KE, true
 	case "ElemStore":

@@ -62,14 +62,11 @@ func TestRenderMatchesTextTemplate(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(8, 8))
-	classes := []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
+	classes := []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
 	random := 0
 	for tries := 0; tries < 5000 && random < 600; tries++ {
 		sig := layout.Signature{Class: classes[r.IntN(len(classes))], NDim: uint8(1 + r.IntN(8)), Itemsize: uint8(1 + r.IntN(16)), Index64: r.IntN(2) == 0}
 		sig.Vec = uint8(1 << r.IntN(5))
-		if sig.Class == layout.ClassContiguous {
-			sig.NDim = 1
-		}
 		if sig.Class == layout.ClassTile && sig.NDim > 1 {
 			sig.Fast = uint8(r.IntN(int(sig.NDim) - 1))
 		}

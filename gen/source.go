@@ -36,8 +36,6 @@ type kernelData struct {
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	// rows kernels (elem, bcast, fill)
 	R, XU int
-	// ClassContiguous
-	ContigUnroll int
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
 	ElemStore bool         // btile: dst runs written one element per thread
@@ -92,8 +90,6 @@ func parsed() (map[string]*parse.Tree, error) {
 
 func templateFor(c layout.Class) string {
 	switch c {
-	case layout.ClassContiguous:
-		return "contig.cu.tmpl"
 	case layout.ClassElementwise:
 		return "elem.cu.tmpl"
 	case layout.ClassTile:
@@ -116,7 +112,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		ND: int(sig.NDim), Fast: int(sig.Fast), S: s, Vec: v, VB: vb,
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
 		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill, NT: k.Threads,
-		R: rowsPerThread(sig, k), XU: colsPerThread(sig), ContigUnroll: k.Unroll,
+		R: rowsPerThread(sig, k), XU: colsPerThread(sig),
 		Args: argDecl(argSpec(sig.Class), int(sig.NDim)),
 	}
 	d.NS = "ns_" + d.Name

@@ -11,7 +11,7 @@ import (
 // benchCopy times copies of sl into dl (1 GiB cases) with CUDA events after
 // a warm-up, next to cuMemcpyDtoD of the same bytes in the same run, and
 // reports GB/s (2 × bytes written per second) and the ratio to memcpy.
-func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
+func benchCopy(b *testing.B, dl, sl layout.Layout) {
 	dev := testenv.NeedGPU(b)
 	st := testenv.NewStream(b, dev)
 	nD, nS := int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes())
@@ -31,9 +31,6 @@ func benchCopy(b *testing.B, dl, sl layout.Layout, forceContig bool) {
 	p, err := layout.PlanCopy(dl, sl, layout.PlanOptions{DstAlign: 256, SrcAlign: 256})
 	if err != nil {
 		b.Fatal(err)
-	}
-	if p.Sig.Class == layout.ClassMemcpy && forceContig {
-		p.Sig.Class = layout.ClassContiguous
 	}
 	run := func() error {
 		if p.Sig.Class == layout.ClassMemcpy {
@@ -94,7 +91,7 @@ func must(b *testing.B, shape, strides []int64, item int) layout.Layout {
 func benchTranspose(b *testing.B, n int64, item int) {
 	dl := must(b, []int64{n, n}, nil, item)
 	sl := must(b, []int64{n, n}, []int64{1, n}, item)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 func BenchmarkTransposeF32(b *testing.B) { benchTranspose(b, 16384, 4) }
@@ -104,13 +101,13 @@ func BenchmarkTransposeF16(b *testing.B) { benchTranspose(b, 16384, 2) }
 func BenchmarkPermute3210(b *testing.B) {
 	sl := must(b, []int64{256, 256, 64, 64}, []int64{1, 256, 65536, 64 * 65536}, 4)
 	dl := must(b, []int64{256, 256, 64, 64}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 func BenchmarkSliceStep2(b *testing.B) {
 	sl := must(b, []int64{16384, 16384}, []int64{32768, 2}, 4)
 	dl := must(b, []int64{16384, 16384}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 // BenchmarkSliceStep3 is a[:, ::3] of a 16384×32768 f32: an elementwise
@@ -118,7 +115,7 @@ func BenchmarkSliceStep2(b *testing.B) {
 func BenchmarkSliceStep3(b *testing.B) {
 	sl := must(b, []int64{16384, 10923}, []int64{32768, 3}, 4)
 	dl := must(b, []int64{16384, 10923}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 // BenchmarkSliceRows is a[::2, :] of a 16384×32768 f32: a 2-d elementwise
@@ -126,7 +123,7 @@ func BenchmarkSliceStep3(b *testing.B) {
 func BenchmarkSliceRows(b *testing.B) {
 	sl := must(b, []int64{8192, 32768}, []int64{65536, 1}, 4)
 	dl := must(b, []int64{8192, 32768}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 // BenchmarkPermute0213 is permute (0,2,1,3) of a 64×64×256×256 f32: the
@@ -134,22 +131,17 @@ func BenchmarkSliceRows(b *testing.B) {
 func BenchmarkPermute0213(b *testing.B) {
 	sl := must(b, []int64{64, 256, 64, 256}, []int64{64 * 65536, 256, 65536, 1}, 4)
 	dl := must(b, []int64{64, 256, 64, 256}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 func BenchmarkBroadcastRow(b *testing.B) {
 	sl := must(b, []int64{16384, 16384}, []int64{0, 1}, 4)
 	dl := must(b, []int64{16384, 16384}, nil, 4)
-	benchCopy(b, dl, sl, false)
+	benchCopy(b, dl, sl)
 }
 
 func BenchmarkFill(b *testing.B) {
 	sl := must(b, []int64{16384, 16384}, []int64{0, 0}, 4)
 	dl := must(b, []int64{16384, 16384}, nil, 4)
-	benchCopy(b, dl, sl, false)
-}
-
-func BenchmarkContiguousKernel(b *testing.B) {
-	l := must(b, []int64{1 << 28}, nil, 4)
-	benchCopy(b, l, l, true)
+	benchCopy(b, dl, sl)
 }

@@ -83,7 +83,7 @@ func BindPlan(p *layout.Plan, fn cuda.Function, name string, k gen.Knobs) (*Boun
 // knobs k, on dev.
 func (b *Bound) pack(dev *cuda.Device, name string, k gen.Knobs) error {
 	sm := 0
-	if b.Plan.Sig.Class == layout.ClassContiguous || b.Plan.Sig.Class == layout.ClassBoxTile {
+	if b.Plan.Sig.Class == layout.ClassBoxTile {
 		sm = dev.SMCount()
 	}
 	b.Kernel, b.Knobs = name, k

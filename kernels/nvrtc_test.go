@@ -21,14 +21,11 @@ import (
 // randomSigs returns n valid signatures of every class with a kernel, ranks
 // up to 10, itemsizes 1–16 (odd ones included) and every valid Vec.
 func randomSigs(r *rand.Rand, n int) []layout.Signature {
-	classes := []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
+	classes := []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
 	var out []layout.Signature
 	for len(out) < n {
 		s := layout.Signature{Class: classes[r.IntN(len(classes))], Itemsize: uint8(1 + r.IntN(16)), Index64: r.IntN(2) == 0}
 		s.NDim = uint8(1 + r.IntN(10))
-		if s.Class == layout.ClassContiguous {
-			s.NDim = 1
-		}
 		if s.Class == layout.ClassTile {
 			s.NDim = max(s.NDim, 2)
 			s.Fast = uint8(r.IntN(int(s.NDim) - 1))

@@ -19,9 +19,6 @@ const (
 	// canonicalisation a single unit-stride dim in both): one contiguous byte
 	// copy (cuMemcpyAsync on a GPU, copy() on the host).
 	ClassMemcpy
-	// ClassContiguous: the same case as ClassMemcpy served by a kernel with
-	// 16-byte vectors; used where a memcpy does not apply or is slower.
-	ClassContiguous
 	// ClassElementwise: the general N-d gather/scatter. Vectorized along the
 	// innermost canonical dim when it has unit stride in both views.
 	ClassElementwise
@@ -42,7 +39,7 @@ const (
 	numClasses
 )
 
-var classNames = [numClasses]string{"none", "memcpy", "contig", "elem", "tile", "bcast", "fill", "btile"}
+var classNames = [numClasses]string{"none", "memcpy", "elem", "tile", "bcast", "fill", "btile"}
 
 // String returns the short name used in signature strings and kernel names.
 func (c Class) String() string {

@@ -14,8 +14,6 @@
 //
 //	common.cu.tmpl  shared helpers: fast division, the vector type V, the
 //	                argument block A, element replication
-//	contig.cu.tmpl  ClassContiguous: grid-stride copy of V vectors, several
-//	                loads in flight per thread
 //	elem.cu.tmpl    ClassElementwise: N-d gather/scatter, rows of the
 //	                innermost dim per thread, fast-division unravel
 //	bcast.cu.tmpl   ClassBroadcast: as elem, a src vector read once for all

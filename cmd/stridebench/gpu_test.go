@@ -65,7 +65,7 @@ func TestTuneGPU(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
 	out := filepath.Join(t.TempDir(), "tuning.txt")
-	fams := "^(btile/3|btile/16|tile/4x4|elem|fill|contig)$"
+	fams := "^(btile/3|btile/16|tile/4x4|elem|fill)$"
 	var stdout, stderr bytes.Buffer
 	code := runMain([]string{"tune", "-o", out, "-family", fams, "-bytes", "16MiB", "-budget", "90s", "-reps", "10", "-rounds", "1"}, &stdout, &stderr)
 	t.Logf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())

@@ -68,8 +68,6 @@ Families, one table entry each, and the knobs swept:
             threads 128 256, wordcols 0 1 (items under 4 bytes);
             cases: a 2-d transpose, a batch of 256x384 transposes
   elem, bcast, fill   threads 128 256 512, rows 2 4 8
-  contig    threads 128 256 512, unroll 2 4 8, blocks 4 8 16 (a dense copy
-            run through the contiguous kernel)
 
 The search is coordinate-wise: from the table's current knobs, one knob at a
 time, each of its values is measured with the others as they are (the

@@ -338,8 +338,8 @@ func TestTuneCmd(t *testing.T) {
 			t.Errorf("table has no %q", s)
 		}
 	}
-	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 15 families", "[1/15] btile/1: from threads=128 tilebytes=32768 loadlanes=8 storelanes=2 blocks=8 unroll=1",
-		"round 1 threads", "-> 512", "[15/15] contig: threads=512 unroll=8 blocks=16"} {
+	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 14 families", "[1/14] btile/1: from threads=128 tilebytes=32768 loadlanes=8 storelanes=2 blocks=8 unroll=1",
+		"round 1 threads", "-> 512", "[14/14] fill: threads=512 rows=8"} {
 		if !strings.Contains(stderr, s) {
 			t.Errorf("progress has no %q:\n%s", s, stderr)
 		}
@@ -486,17 +486,17 @@ func TestTuneHelpAndList(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	for _, s := range []string{"-o", "-dry-run", "-budget", "-bytes", "-reps", "-rounds", "-family", "coordinate-wise",
-		"faster by", "more than 2% and by more than twice the spread", "ties keep the current value", "btile/S", "tile/SxV", "contig"} {
+		"faster by", "more than 2% and by more than twice the spread", "ties keep the current value", "btile/S", "tile/SxV", "elem, bcast, fill"} {
 		if !strings.Contains(stderr.String(), s) {
 			t.Errorf("tune -h does not mention %q", s)
 		}
 	}
 	stdout.Reset()
-	if code := runMain([]string{"tune", "-list", "-family", "^btile/3$|^contig$", "-bytes", "1MiB"}, &stdout, &stderr); code != 0 {
+	if code := runMain([]string{"tune", "-list", "-family", "^btile/3$|^fill$", "-bytes", "1MiB"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("-list: exit %d: %s", code, stderr.String())
 	}
 	for _, s := range []string{"btile/3  (entry: btile 3 *)", "tilebytes  8192 16384 24576 32768", "bt3_t2d opaque3", "btile:nd=2,item=3",
-		"bt3_p5", "btile:nd=4,item=3", "contig  (entry: contig * *)", "contig:nd=1,item=16"} {
+		"bt3_p5", "btile:nd=4,item=3", "fill  (entry: fill * *)", "fill:nd=1,item=4"} {
 		if !strings.Contains(stdout.String(), s) {
 			t.Errorf("-list has no %q:\n%s", s, stdout.String())
 		}

@@ -78,9 +78,6 @@ func tuneFamilies() []*tuneFamily {
 		&tuneFamily{Name: "elem", Class: layout.ClassElementwise, Axes: []knobAxis{threads3, rows3}, Cases: elemCases},
 		&tuneFamily{Name: "bcast", Class: layout.ClassBroadcast, Axes: []knobAxis{threads3, rows3}, Cases: bcastCases},
 		&tuneFamily{Name: "fill", Class: layout.ClassFill, Axes: []knobAxis{threads3, rows3}, Cases: fillCases},
-		&tuneFamily{Name: "contig", Class: layout.ClassContiguous, Axes: []knobAxis{
-			threads3, {"unroll", []int{2, 4, 8}}, {"blocks", []int{4, 8, 16}},
-		}, Cases: contigCases},
 	)
 	return fs
 }
@@ -176,12 +173,6 @@ func fillCases(target int64) []string {
 	}
 }
 
-// contigCases is one dense copy, which the planner makes a memcpy and the
-// tuner runs through the contiguous kernel.
-func contigCases(target int64) []string {
-	return []string{fmt.Sprintf("co_dense x1 %d", roundMultiple(max(target, 4096), 256))}
-}
-
 // maxFamilyCases is how many cases a family is timed on.
 const maxFamilyCases = 3
 
@@ -233,17 +224,12 @@ func planEachTile(f *tuneFamily, b *built) error {
 }
 
 // tunePlan plans b for tuning with knobs whose tile size is tileBytes, for
-// arrays whose views' lowest bytes have the given alignments; for the
-// contig family the memcpy plan is turned into a contig one (the planner
-// never picks that kernel itself). It fails unless the plan is of f's
-// class, item size and vector width.
+// arrays whose views' lowest bytes have the given alignments. It fails
+// unless the plan is of f's class, item size and vector width.
 func tunePlan(f *tuneFamily, b *built, dstAlign, srcAlign, tileBytes int) (layout.Plan, error) {
 	p, err := layout.PlanCopy(b.Dst, b.Src, layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: tileBytes})
 	if err != nil {
 		return p, err
-	}
-	if f.Class == layout.ClassContiguous && p.Sig.Class == layout.ClassMemcpy {
-		p.Sig.Class = layout.ClassContiguous
 	}
 	if p.Sig.Class != f.Class || (f.Item != 0 && int(p.Sig.Itemsize) != f.Item) || (f.Vec != 0 && int(p.Sig.Vec) != f.Vec) {
 		return p, fmt.Errorf("%w: %s: case %s plans as %v, not as the family's %s %s %s", errCase, f.Name, b.Case.Name, p.Sig, f.Class, starOr(f.Item), starOr(f.Vec))

@@ -66,7 +66,7 @@ func TestRewriteTuning(t *testing.T) {
 	old := untunedTable()
 	oldEntries := parseTable(t, old)
 	tuned := []gen.TuningEntry{
-		entry(90, layout.ClassContiguous, 0, 0, "threads", 512, "unroll", 8, "blocks", 4),
+		entry(90, layout.ClassElementwise, 0, 0, "threads", 512, "rows", 4),
 		entry(90, layout.ClassTile, 2, 8, "threads", 128, "wordcols", 1),
 		entry(90, layout.ClassBoxTile, 3, 0, "threads", 256, "tilebytes", 24576, "loadlanes", 16, "storelanes", 4, "blocks", 8),
 	}
@@ -87,7 +87,7 @@ func TestRewriteTuning(t *testing.T) {
 	}
 	for _, line := range []string{
 		"# sm_90: first line of the note,", "# sm_90: second.",
-		"sm_90 contig * * threads=512 unroll=8 blocks=4",
+		"sm_90 elem * * threads=512 rows=4",
 		"sm_90 tile 2 8 threads=128 wordcols=1",
 		"sm_90 btile 3 * threads=256 blocks=8 tilebytes=24576 loadlanes=16 storelanes=4",
 	} {
@@ -103,7 +103,7 @@ func TestRewriteTuning(t *testing.T) {
 	parseTable(t, withOthers)
 	rerun := []gen.TuningEntry{
 		entry(90, layout.ClassBoxTile, 3, 0, "threads", 512, "tilebytes", 16384, "loadlanes", 8, "storelanes", 2, "blocks", 16),
-		entry(90, layout.ClassContiguous, 0, 0, "threads", 256, "unroll", 4, "blocks", 8),
+		entry(90, layout.ClassElementwise, 0, 0, "threads", 256, "rows", 2),
 	}
 	text2, err := rewriteTuning(withOthers, 90, []string{"re-run."}, rerun)
 	if err != nil {
@@ -138,7 +138,7 @@ func TestRewriteTuning(t *testing.T) {
 	// blank line.
 	plain := "# a table\nany elem * * threads=256 rows=4"
 	text4, err := rewriteTuning(plain, 90, nil, tuned[:1])
-	if want := plain + "\n\nsm_90 contig * * threads=512 unroll=8 blocks=4\n"; err != nil || text4 != want {
+	if want := plain + "\n\nsm_90 elem * * threads=512 rows=4\n"; err != nil || text4 != want {
 		t.Errorf("rewrite of a table without sm_90 = %q, %v; want %q", text4, err, want)
 	}
 }
@@ -170,7 +170,7 @@ func TestRewriteTuningErrors(t *testing.T) {
 func TestTableKnobs(t *testing.T) {
 	gen.ClearOverrides()
 	embedded := parseTable(t, gen.TuningTable())
-	for _, c := range []layout.Class{layout.ClassContiguous, layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile} {
+	for _, c := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile} {
 		for _, item := range []uint8{1, 2, 3, 4, 8, 12, 16} {
 			for _, vec := range []uint8{1, 2, 4, 8, 16} {
 				for _, arch := range []int{0, 80, 90, 100} {

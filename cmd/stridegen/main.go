@@ -10,7 +10,7 @@
 //
 //	class:nd=N[,fast=F],item=I[,vec=V][,idx=32|64]
 //
-// class is contig, elem, tile, btile, bcast or fill; nd the canonical rank; fast,
+// class is elem, tile, btile, bcast or fill; nd the canonical rank; fast,
 // for tile, src's fastest dim; item the element size in bytes (1–16); vec the
 // elements per vector access (a power of two, vec·item ≤ 16, default 1); idx
 // the index width (default 32).

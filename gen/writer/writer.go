@@ -75,7 +75,7 @@ func camel(name string) string {
 }
 
 var classIDs = map[layout.Class]string{
-	layout.ClassContiguous: "ClassContiguous", layout.ClassElementwise: "ClassElementwise",
+	layout.ClassElementwise: "ClassElementwise",
 	layout.ClassTile: "ClassTile", layout.ClassBroadcast: "ClassBroadcast", layout.ClassFill: "ClassFill",
 	layout.ClassBoxTile: "ClassBoxTile",
 }

@@ -116,7 +116,7 @@ func run(p *layout.Plan, dst, src []byte) {
 	w := int64(p.Sig.Itemsize)
 	nw := workers(p.Bytes)
 	switch p.Sig.Class {
-	case layout.ClassMemcpy, layout.ClassContiguous:
+	case layout.ClassMemcpy:
 		// Chunks of whole 4 KiB pages so workers do not share cache lines.
 		const page = 4096
 		pages := (p.Bytes + page - 1) / page
