@@ -8,7 +8,7 @@ import (
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/runtime/jit"
+	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // Bound is a device copy between two layouts, derived once: what Bind

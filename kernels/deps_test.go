@@ -28,3 +28,56 @@ func TestLeanDeps(t *testing.T) {
 		}
 	}
 }
+
+// layers lists the module's library packages from the bottom up: a package
+// may import packages of lower layers only (docs/design.md, "Packages and
+// layers"). Commands, internal helpers and the generator's writer sit above
+// all of them.
+var layers = [][]string{
+	{"layout", "templates"},
+	{"gen"},
+	{"runtime/cuda", "runtime/hostcopy"},
+	{"kernels/jit"},
+	{"kernels"},
+	{"runtime/dlpack"},
+	{"runtime/memview"},
+}
+
+// TestLayering: every library package imports only packages of lower
+// layers, and every library package is in a layer.
+func TestLayering(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go toolchain here (the GPU machine): the check needs go list")
+	}
+	const mod = "github.com/stridekit/stridekit/"
+	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", mod+"...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	level := map[string]int{}
+	for i, l := range layers {
+		for _, p := range l {
+			level[p] = i
+		}
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], mod)
+		if strings.HasPrefix(pkg, "cmd/") || strings.HasPrefix(pkg, "internal/") || pkg == "gen/writer" {
+			continue
+		}
+		lp, ok := level[pkg]
+		if !ok {
+			t.Errorf("library package %s is in no layer", pkg)
+			continue
+		}
+		for _, imp := range f[1:] {
+			if d, ok := strings.CutPrefix(imp, mod); ok {
+				if li, ok := level[d]; !ok || li >= lp {
+					t.Errorf("%s (layer %d) imports %s (layer %d)", pkg, lp, d, li)
+				}
+			}
+		}
+	}
+}

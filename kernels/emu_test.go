@@ -14,7 +14,7 @@ import (
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
-	"github.com/stridekit/stridekit/runtime/jit"
+	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // emuCopy runs pair c through the planner, gen.Pack and the kernel its plan

@@ -4,7 +4,7 @@
 // device's tile size), the loaded kernel (a stridegen-registered one for
 // the plan's signature, else one rendered by package gen with the device's
 // tuning, compiled once per device and once per machine through
-// runtime/jit's caches), the packed argument block, grid, block and shared
+// kernels/jit's caches), the packed argument block, grid, block and shared
 // memory — into a Bound, whose Enqueue only queues the work: nothing
 // (ClassNone), one cuMemcpyAsync (ClassMemcpy) or one cuLaunchKernel.
 // runtime/memview binds every device copy through it and keeps the Bounds

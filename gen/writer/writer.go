@@ -2,14 +2,14 @@
 // kernel signatures, each kernel's CUDA source (rendered by package gen with
 // the portable tuning knobs), the knobs it was rendered with, optional
 // ahead-of-time CUBIN, and an init function that registers them with the
-// runtime (runtime/jit), so a program uses them without rendering or, with
+// runtime (kernels/jit), so a program uses them without rendering or, with
 // CUBIN, compiling anything. A registered kernel is launched like any
 // other (kernels.Bind packs its arguments with its knobs), so the file
 // holds data only, no launch code.
 //
 // It is what runs at `go generate` time: it uses github.com/dave/jennifer
 // and go/format (through jennifer), which no program that only copies data
-// links. The generated files import gen, layout and runtime/jit; they carry
+// links. The generated files import gen, layout and kernels/jit; they carry
 // a compile-time guard (gen.Version4) that fails the
 // build when the generator's format changes, so a stale file cannot be used
 // by mistake.
@@ -32,7 +32,7 @@ import (
 
 // Import paths the generated files use.
 const (
-	pathJit    = "github.com/stridekit/stridekit/runtime/jit"
+	pathJit    = "github.com/stridekit/stridekit/kernels/jit"
 	pathLayout = "github.com/stridekit/stridekit/layout"
 	pathGen    = "github.com/stridekit/stridekit/gen"
 )

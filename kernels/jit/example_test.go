@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/stridekit/stridekit/runtime/jit"
+	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // CompileCached compiles CUDA C for a named architecture with NVRTC, which
