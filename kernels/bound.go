@@ -6,9 +6,9 @@ import (
 	"unsafe"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // Bound is a device copy between two layouts, derived once: what Bind

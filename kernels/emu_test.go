@@ -11,10 +11,10 @@ import (
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/cudaemu"
 	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
-	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // emuCopy runs pair c through the planner, gen.Pack and the kernel its plan

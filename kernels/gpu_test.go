@@ -10,10 +10,10 @@ import (
 
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
-	"github.com/stridekit/stridekit/kernels/jit"
 )
 
 // gpuCase is one copy to check: dst and src views of itemsize bytes.

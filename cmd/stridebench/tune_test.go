@@ -18,8 +18,8 @@ import (
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
-	"github.com/stridekit/stridekit/runtime/jit"
 )
 
 func TestBeats(t *testing.T) {

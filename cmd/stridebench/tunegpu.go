@@ -10,9 +10,9 @@ import (
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/kernels"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/runtime/jit"
 )
 
 // This file measures tuning candidates on the GPU. A candidate's kernel is

@@ -1,6 +1,6 @@
 // Stridegen is a tool to generate stridekit copy kernels ahead of time: the
 // CUDA C source of each kernel, its Go launch stub, and an init function
-// that registers them with the runtime (github.com/stridekit/stridekit/runtime/jit),
+// that registers them with the runtime (github.com/stridekit/stridekit/kernels/jit),
 // so stridekit uses them without generating anything at run time. With
 // -arch it also embeds CUBIN compiled by NVRTC, so a deployment on those
 // architectures needs no NVRTC at all.
@@ -66,8 +66,8 @@ import (
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/gen/writer"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
-	"github.com/stridekit/stridekit/runtime/jit"
 )
 
 // sigList is the repeatable -sig flag.
