@@ -101,8 +101,9 @@ func checkedCopy(dev *cuda.Device, s *cuda.Stream, r *rand.Rand, c pairgen.Pair,
 	}
 	hs, _ := FromHost(src, bytesLayout(sb))
 	hd, _ := FromHost(got, bytesLayout(db))
+	// whole is a view's span as bytes, from its lowest byte.
 	whole := func(v *StridedMemoryView) *StridedMemoryView {
-		u, _ := v.View(bytesLayout(v.span), layout.Uint8)
+		u, _ := v.ViewAt(int64(v.low)-int64(v.ptr), bytesLayout(v.span), layout.Uint8)
 		return u
 	}
 	if err := whole(sv).CopyFrom(hs, s); err != nil {
