@@ -48,6 +48,11 @@ type Bound struct {
 // exists for the plan.
 func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bound, error) {
 	b := &Bound{DstAlign: dstAlign, SrcAlign: srcAlign, dev: dev}
+	// The plan's slices in one allocation (a canonical form has at most one
+	// dim more than dst: an item split into 16-byte elements).
+	n := dst.NDim() + 1
+	sl := make([]int64, 4*n)
+	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n]
 	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
 		return nil, err
 	}
