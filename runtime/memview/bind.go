@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unsafe"
 
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
@@ -137,33 +138,60 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	return b, nil
 }
 
-// acquire holds the buffers of dst and src open (their Close waits) until
-// release: a copy holds them while it queues work on their memory, so Close
-// never frees memory under a launch being queued. It fails with ErrClosed
-// when either view or its buffer is closed.
+// acquire holds the views and buffers of dst and src open (their Close
+// waits) until release: a copy holds them while it uses their memory (a
+// device copy: while it queues the work), so Close never releases memory
+// under a copy. It fails with ErrClosed when either view or its buffer is
+// closed. Locks are taken in address order, so copies between the same
+// views in opposite directions cannot deadlock behind two waiting Closes.
 func acquire(dst, src *StridedMemoryView) error {
-	if err := dst.buf.Acquire(); err != nil {
-		return fmt.Errorf("dst: %w", err)
+	a, b := ordered(dst.owner, src.owner)
+	a.mu.RLock()
+	if b != a {
+		b.mu.RLock()
 	}
-	if src.buf != dst.buf {
-		if err := src.buf.Acquire(); err != nil {
-			dst.buf.Release()
-			return fmt.Errorf("src: %w", err)
-		}
-	}
-	if dst.closed() || src.closed() {
-		release(dst, src)
+	if a.closed.Load() || b.closed.Load() {
+		unlockOwners(a, b)
 		return ErrClosed
+	}
+	x, y := ordered(dst.buf, src.buf)
+	if err := x.Acquire(); err != nil {
+		unlockOwners(a, b)
+		return err
+	}
+	if y != x {
+		if err := y.Acquire(); err != nil {
+			x.Release()
+			unlockOwners(a, b)
+			return err
+		}
 	}
 	return nil
 }
 
 // release ends acquire's hold.
 func release(dst, src *StridedMemoryView) {
-	if src.buf != dst.buf {
-		src.buf.Release()
+	x, y := ordered(dst.buf, src.buf)
+	if y != x {
+		y.Release()
 	}
-	dst.buf.Release()
+	x.Release()
+	unlockOwners(ordered(dst.owner, src.owner))
+}
+
+func unlockOwners(a, b *owner) {
+	if b != a {
+		b.mu.RUnlock()
+	}
+	a.mu.RUnlock()
+}
+
+// ordered returns a and b by address, the lower first (nil first).
+func ordered[T any](a, b *T) (*T, *T) {
+	if uintptr(unsafe.Pointer(a)) > uintptr(unsafe.Pointer(b)) {
+		return b, a
+	}
+	return a, b
 }
 
 // errUnbound reports a BoundCopy given views it was not made for.

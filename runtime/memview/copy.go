@@ -125,19 +125,21 @@ func aligns(dst, src *StridedMemoryView, path Path) (int, int) {
 // on them.
 func run(dst, src *StridedMemoryView, path Path, b *binding, s *cuda.Stream, cfg copyConfig) error {
 	switch path {
-	case PathHost:
-		return hostToHost(dst, src, s)
 	case PathSelf:
 		return checkStream(s, dst.dev)
-	}
-	if err := checkStream(s, b.key.dev); err != nil {
-		return err
+	case PathHost:
+	default:
+		if err := checkStream(s, b.key.dev); err != nil {
+			return err
+		}
 	}
 	if err := acquire(dst, src); err != nil {
 		return err
 	}
 	defer release(dst, src)
 	switch path {
+	case PathHost:
+		return hostToHost(dst, src, s)
 	case PathDevice:
 		return deviceToDevice(dst, src, b, s, cfg)
 	case PathHostToDevice:

@@ -248,9 +248,10 @@ func importTensor(fn string, d *dlpack.Desc, ref tensorRef, info *ImportInfo, op
 		}
 	}
 	if !ref.owned() {
-		v := new(StridedMemoryView)
-		v.initDLPack(d, kind, dev)
-		return v, nil
+		r := new(rootView)
+		r.v.initDLPack(d, kind, dev)
+		r.v.owner = &r.o
+		return &r.v, nil
 	}
 	t := new(dlpackView)
 	t.ref = ref

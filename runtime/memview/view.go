@@ -74,11 +74,22 @@ type StridedMemoryView struct {
 	owner    *owner
 }
 
-// owner is what a view that owns its memory releases on Close (shared by
-// the views derived from it).
+// owner is shared by a view and every view derived from it: whether they
+// are closed, and what Close releases (a DLPack tensor; nothing for views of
+// memory they do not own). Copies hold mu's read lock while they use the
+// views' memory and Close takes the write lock, so Close waits for them and
+// no copy starts after it.
 type owner struct {
+	mu      sync.RWMutex
 	release func() error
 	closed  atomic.Bool
+}
+
+// rootView is a view made from memory (FromBuffer, FromHost) and its owner,
+// in one allocation.
+type rootView struct {
+	v StridedMemoryView
+	o owner
 }
 
 // checkDType reports whether dt describes the items of l: the same size, or
@@ -110,7 +121,9 @@ func newView(low uintptr, l layout.Layout, dt layout.DType, lo, hi uintptr) (*St
 	if low < lo || uint64(span) > uint64(hi-low) || (span > 0 && low > hi) {
 		return nil, fmt.Errorf("%w: layout %v needs %d bytes from %#x, memory is [%#x, %#x)", ErrOutOfBounds, l, span, low, lo, hi)
 	}
-	v := &StridedMemoryView{low: low, span: span, l: l, dt: dt, lo: lo, hi: hi, unique: l.IsUnique()}
+	r := &rootView{v: StridedMemoryView{low: low, span: span, l: l, dt: dt, lo: lo, hi: hi, unique: l.IsUnique()}}
+	v := &r.v
+	v.owner = &r.o // derived views replace it with their root's
 	v.ptr = low + uintptr(-l.MinOffset()*int64(l.Itemsize()))
 	return v, nil
 }
@@ -403,18 +416,24 @@ func (v *StridedMemoryView) String() string {
 	return fmt.Sprintf("%v %v (%s at %#x)", v.dt, v.l, where, v.ptr)
 }
 
-// Close releases what the view owns (a DLPack tensor's deleter runs once,
-// for the view and every view derived from it); views of memory they do
-// not own have nothing to release. Idempotent; copies with a closed view
-// fail with ErrClosed.
+// Close closes the view and every view derived from the same FromBuffer,
+// FromHost or FromDLPack call (they share what they were made from): it
+// waits for the copies in progress with any of them to stop using their
+// memory (a device copy: to be queued), then marks them closed, so later
+// copies fail with ErrClosed, and releases what they own (a DLPack
+// tensor's deleter runs once). Views of memory they do not own release
+// nothing: the memory stays the caller's. Idempotent.
 func (v *StridedMemoryView) Close() error {
-	if v == nil || v.owner == nil || v.owner.closed.Swap(true) {
+	if v == nil || v.owner == nil {
 		return nil
 	}
-	if v.owner.release != nil {
-		return v.owner.release()
+	o := v.owner
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.closed.Swap(true) || o.release == nil {
+		return nil
 	}
-	return nil
+	return o.release()
 }
 
 // closed reports whether the view or its buffer was closed.
