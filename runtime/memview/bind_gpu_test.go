@@ -204,3 +204,85 @@ func bytesLayout(n int64) layout.Layout {
 	l, _ := layout.Dense([]int64{n}, 1, layout.C)
 	return l
 }
+
+// countingAlloc is an Allocator that hands out what dev gives, or (short)
+// buffers too small for the request, and keeps what it handed out.
+type countingAlloc struct {
+	short bool
+	mu    sync.Mutex
+	got   []*cuda.Buffer
+}
+
+func (a *countingAlloc) keep(b *cuda.Buffer, err error) (*cuda.Buffer, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if b != nil {
+		a.got = append(a.got, b)
+	}
+	return b, err
+}
+
+func (a *countingAlloc) size(n int) int {
+	if a.short {
+		return n / 2
+	}
+	return n
+}
+
+func (a *countingAlloc) AllocDevice(dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
+	return a.keep(dev.Alloc(a.size(size), s))
+}
+
+func (a *countingAlloc) AllocHost(dev *cuda.Device, size int) (*cuda.Buffer, error) {
+	return a.keep(dev.AllocHost(a.size(size)))
+}
+
+// TestGPUWithAllocator: copies that need temporaries (an overlapping device
+// copy, a staged upload of a strided pageable view) take them from the
+// Allocator and give them back; a buffer too small is refused with
+// ErrInvalidValue, closed, and the copy fails without touching dst.
+func TestGPUWithAllocator(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	s := testenv.NewStream(t, dev)
+	const n = 512
+	l, _ := layout.Dense([]int64{n, n}, 4, layout.C)
+	buf, err := dev.Alloc(n*n*4, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer buf.Close()
+	dv, _ := FromBuffer(buf, l, layout.Float32)
+	dT, _ := dv.Permute(1, 0) // overlaps dv: a snapshot temporary
+	host := make([]float32, 2*n*n)
+	wide, _ := layout.Dense([]int64{n, 2 * n}, 4, layout.C)
+	hw, _ := FromHost(host, wide)
+	hs, _ := hw.Slice(layout.All(), layout.Range{Start: layout.Omit, Stop: layout.Omit, Step: 2}) // staged
+	for _, short := range []bool{false, true} {
+		a := &countingAlloc{short: short}
+		for name, copy := range map[string]func() error{
+			"overlapping device copy": func() error { return dv.CopyFrom(dT, s, WithAllocator(a), Blocking(true)) },
+			"staged upload":           func() error { return dv.CopyFrom(hs, s, WithAllocator(a)) },
+		} {
+			err := copy()
+			switch {
+			case short && !errors.Is(err, cuda.ErrInvalidValue):
+				t.Errorf("%s with short buffers: %v, want ErrInvalidValue", name, err)
+			case !short && err != nil:
+				t.Errorf("%s: %v", name, err)
+			}
+		}
+		if len(a.got) == 0 {
+			t.Errorf("short=%v: the allocator was never asked", short)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range a.got {
+			if short && !b.Closed() {
+				t.Errorf("a refused buffer %v was not closed", b)
+			}
+			b.Close()
+		}
+	}
+}

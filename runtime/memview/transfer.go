@@ -151,16 +151,22 @@ func dropBroadcast(hl, c layout.Layout) (layout.Layout, layout.Layout, error) {
 }
 
 // stager holds a staged transfer's two pinned buffers and events.
+// A buffer is used from the queueing of a DMA on it until its event is
+// waited for; one whose DMA may still be running (its event could not be
+// recorded or waited for, and the stream could not be synchronised) is
+// lost: neither reused nor freed, as the DMA engine may still write it.
 type stager struct {
 	dev  *cuda.Device
+	s    *cuda.Stream
 	cfg  copyConfig
 	bufs [2]*cuda.Buffer
 	ev   [2]*cuda.Event
-	used [2]bool
+	used [2]bool // a DMA is queued, its event recorded
+	lost [2]bool // a DMA may still run, with no event to wait for
 }
 
-func newStager(dev *cuda.Device, cfg copyConfig, size int64) (*stager, error) {
-	st := &stager{dev: dev, cfg: cfg}
+func newStager(dev *cuda.Device, s *cuda.Stream, cfg copyConfig, size int64) (*stager, error) {
+	st := &stager{dev: dev, s: s, cfg: cfg}
 	for i := range 2 {
 		b, err := getPinned(cfg, dev, int(max(size, 1)))
 		if err != nil {
@@ -178,16 +184,35 @@ func newStager(dev *cuda.Device, cfg copyConfig, size int64) (*stager, error) {
 	return st, nil
 }
 
-// wait waits until buffer i's last DMA is done.
+// queued records that a DMA on buffer i was queued on the stream. When its
+// event cannot be recorded, the stream is synchronised instead (the buffer
+// is lost if that fails too), and the error returned.
+func (st *stager) queued(i int) error {
+	err := st.ev[i].Record(st.s)
+	if err == nil {
+		st.used[i] = true
+		return nil
+	}
+	st.lost[i] = st.s.Synchronize() != nil
+	return err
+}
+
+// wait waits until buffer i's last DMA is done; if that cannot be known,
+// the buffer is lost and the error returned.
 func (st *stager) wait(i int) error {
 	if !st.used[i] {
 		return nil
 	}
 	st.used[i] = false
-	return st.ev[i].Synchronize()
+	err := st.ev[i].Synchronize()
+	if err != nil {
+		st.lost[i] = st.s.Synchronize() != nil
+	}
+	return err
 }
 
-// close waits for both buffers and gives them back.
+// close waits for both buffers and gives back those no DMA can still be
+// using.
 func (st *stager) close() error {
 	var first error
 	for i := range 2 {
@@ -197,7 +222,7 @@ func (st *stager) close() error {
 			}
 			st.ev[i].Close()
 		}
-		if st.bufs[i] != nil {
+		if st.bufs[i] != nil && !st.lost[i] {
 			putPinned(st.cfg, st.dev, st.bufs[i])
 		}
 	}
@@ -324,7 +349,7 @@ func hostToDevice(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg c
 // one before.
 func uploadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, src *StridedMemoryView) error {
 	dev, ps := b.key.dev, b.pieces
-	st, err := newStager(dev, cfg, b.h.maxPiece)
+	st, err := newStager(dev, s, cfg, b.h.maxPiece)
 	if err != nil {
 		return err
 	}
@@ -345,8 +370,7 @@ func uploadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr
 			err = dev.CopyHtoDAsync(img+cuda.DevicePtr(p.off), st.bufs[k].Ptr(), int(p.n), s)
 		}
 		if err == nil {
-			err = st.ev[k].Record(s)
-			st.used[k] = true
+			err = st.queued(k)
 		}
 		if err != nil {
 			st.close()
@@ -392,7 +416,7 @@ func deviceToHost(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg c
 // the next.
 func downloadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DevicePtr, dst *StridedMemoryView) error {
 	dev, ps := b.key.dev, b.pieces
-	st, err := newStager(dev, cfg, b.h.maxPiece)
+	st, err := newStager(dev, s, cfg, b.h.maxPiece)
 	if err != nil {
 		return err
 	}
@@ -412,8 +436,7 @@ func downloadStaged(b *binding, s *cuda.Stream, cfg copyConfig, img cuda.DeviceP
 		k := i % 2 // buffer k held piece i-2, scattered in the last trip
 		err := dev.CopyDtoHAsync(st.bufs[k].Ptr(), img+cuda.DevicePtr(p.off), int(p.n), s)
 		if err == nil {
-			err = st.ev[k].Record(s)
-			st.used[k] = true
+			err = st.queued(k)
 		}
 		if err == nil && i > 0 {
 			err = scatter(i - 1) // while piece i moves
@@ -447,6 +470,10 @@ func getPinned(cfg copyConfig, dev *cuda.Device, size int) (*cuda.Buffer, error)
 		b, err := cfg.alloc.AllocHost(dev, size)
 		if err == nil && (b == nil || b.Size() < size || b.Kind() != cuda.MemoryHost) {
 			err = fmt.Errorf("memview: allocator gave %v for %d bytes of pinned memory: %w", b, size, cuda.ErrInvalidValue)
+			if b != nil {
+				b.Close()
+			}
+			return nil, err
 		}
 		return b, err
 	}
