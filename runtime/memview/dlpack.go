@@ -332,8 +332,10 @@ func checkImportStreams(cfg *dlpackConfig, kind cuda.MemoryKind, dev *cuda.Devic
 // importHostCopy copies an imported device tensor into new Go memory and
 // returns the view of the copy.
 func importHostCopy(d *dlpack.Desc, kind cuda.MemoryKind, dev *cuda.Device, cfg *dlpackConfig, info *ImportInfo) (*StridedMemoryView, error) {
-	var src StridedMemoryView
+	var r rootView
+	src := &r.v
 	src.initDLPack(d, kind, dev)
+	src.owner = &r.o
 	s := cfg.stream
 	if s == nil {
 		s = cfg.producer
@@ -344,7 +346,7 @@ func importHostCopy(d *dlpack.Desc, kind cuda.MemoryKind, dev *cuda.Device, cfg 
 	if err := order(cfg.producer, s); err != nil {
 		return nil, fmt.Errorf("stream handshake: %w", err)
 	}
-	v, buf, err := hostCopyOf(&src, s)
+	v, buf, err := hostCopyOf(src, s)
 	if err != nil {
 		return nil, err
 	}
