@@ -1,6 +1,6 @@
 module example.com/downstream
 
-go 1.26.8
+go 1.26.0
 
 require github.com/stridekit/stridekit v0.0.0
 
