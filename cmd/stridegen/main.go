@@ -3,7 +3,7 @@
 // that registers them with the runtime (github.com/stridekit/stridekit/kernels/jit),
 // so stridekit uses them without generating anything at run time. With
 // -arch it also embeds CUBIN compiled by NVRTC, so a deployment on those
-// architectures needs no NVRTC at all.
+// architectures needs no NVRTC for those kernels.
 //
 // A kernel is named by a layout signature, the form layout.Signature.String
 // prints and layout.PlanCopy's plans carry in Plan.Sig:
@@ -15,15 +15,37 @@
 // elements per vector access (a power of two, vec·item ≤ 16, default 1); idx
 // the index width (default 32).
 //
+// # Installing and running
+//
+// Add the library and the tool to the module that copies:
+//
+//	go get github.com/stridekit/stridekit
+//	go get -tool github.com/stridekit/stridekit/cmd/stridegen
+//
+// The second command records stridegen in go.mod's tool directive, with
+// go.sum entries for its own dependencies (jennifer, which the library does
+// not import); "go tool stridegen" then runs it at the version the module
+// requires. A "go run github.com/stridekit/stridekit/cmd/stridegen" line
+// fails in a module that only imports the library, on those missing go.sum
+// entries.
+//
 // For example, given a package that transposes float32 matrices and permutes
 // 4-d float16 tensors, this directive
 //
-//	//go:generate go run github.com/stridekit/stridekit/cmd/stridegen -sig tile:nd=2,fast=0,item=4,vec=4 -sig tile:nd=4,fast=1,item=2,vec=8 -o copy_kernels.go
+//	//go:generate go tool stridegen -sig tile:nd=2,fast=0,item=4,vec=4 -sig tile:nd=4,fast=1,item=2,vec=8 -o copy_kernels.go
 //
 // writes copy_kernels.go in the package's directory, in the package's
 // package. Run "go generate" after changing the list; the generated file
 // carries a compile-time guard that fails the build when the generator's
-// output format changes, so a stale file cannot be used by mistake.
+// output format changes, so a stale file cannot be used by mistake. The
+// module testdata/downstream of stridekit's repository is set up this way.
+//
+// Building a program with the generated file needs nothing of CUDA (no
+// toolkit, no cgo: CGO_ENABLED=0 works). Running its device copies needs an
+// NVIDIA driver, and NVRTC to compile the registered kernels on first use,
+// unless they were generated with -arch for the GPU's architecture; kernels
+// of signatures not registered are rendered and compiled with NVRTC at run
+// time as always. -arch itself needs NVRTC where go generate runs.
 //
 // The flags are:
 //
