@@ -55,21 +55,37 @@ func BoxSides(shape, ds, ss, tile []int64) (src, dst BoxSide) {
 }
 
 func sideOf(b *BoxSide, shape, strides, tile []int64) {
+	var ord [MaxBoxNDim]int8
+	sideFromOrder(b, sortedDims(ord[:0], strides[:len(tile)]), shape, strides, tile)
+}
+
+// sortedDims appends to ord the dims of strides by |stride| ascending, the
+// later dim first among equals (BoxSide.Order's rule), and returns it.
+func sortedDims(ord []int8, strides []int64) []int8 {
+	for k := len(strides) - 1; k >= 0; k-- {
+		a := uabs(strides[k])
+		ord = append(ord, int8(k))
+		i := len(ord) - 1
+		for i > 0 && uabs(strides[ord[i-1]]) > a {
+			ord[i] = ord[i-1]
+			i--
+		}
+		ord[i] = int8(k)
+	}
+	return ord
+}
+
+// sideFromOrder is sideOf for dims already sorted (sortedDims): the tile
+// dims among them, in that order, and the side's runs.
+func sideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
 	*b = BoxSide{RunLen: 1, Runs: 1, Step: 1}
 	vol := int64(1)
-	for k := len(tile) - 1; k >= 0; k-- {
+	for _, k := range ord {
 		if tile[k] <= 1 {
 			continue
 		}
 		vol *= tile[k]
-		// Insertion by |stride| ascending; among equals the later dim first.
-		a := uabs(strides[k])
-		i := b.NDims
-		for i > 0 && uabs(strides[b.Order[i-1]]) > a {
-			b.Order[i] = b.Order[i-1]
-			i--
-		}
-		b.Order[i] = int8(k)
+		b.Order[b.NDims] = k
 		b.NDims++
 	}
 	if b.NDims == 0 {
@@ -238,7 +254,9 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 		}
 		sOrd[i] = int8(k)
 	}
-	c := tileChooser{t: out, shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1}
+	var sDims, dDims [MaxBoxNDim]int8
+	c := tileChooser{t: out, shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1,
+		sDims: sortedDims(sDims[:0], ss), dDims: sortedDims(dDims[:0], ds)}
 	target := (boxTargetRun + item - 1) / item
 	// First each side's run to the target, the shorter first.
 	var doneS, doneD bool
@@ -326,10 +344,21 @@ func largestDivisor(e, t int64) int64 {
 	return best
 }
 
-// tileChooser is chooseTile's state: the extents so far and their product.
+// tileChooser is chooseTile's state: the extents so far and their product,
+// and every dim sorted by |stride| in each view (sortedDims), from which
+// the tile's sides follow without sorting again.
 type tileChooser struct {
 	t, shape, ds, ss []int64
 	item, capE, vol  int64
+	sDims, dDims     []int8
+}
+
+// sharedBytes is the shared memory of the tile so far (BoxSharedBytes).
+func (c *tileChooser) sharedBytes() int64 {
+	var src, dst BoxSide
+	sideFromOrder(&src, c.sDims, c.shape, c.ss, c.t)
+	sideFromOrder(&dst, c.dDims, c.shape, c.ds, c.t)
+	return BoxSharedBytes(src, dst, c.t, c.item, 8)
 }
 
 // runLen returns the elements of the run of the side whose dims by
@@ -389,15 +418,13 @@ func (c *tileChooser) setExtent(k int, e int64) bool {
 		return false
 	}
 	c.t[k] = e
-	src, dst := BoxSides(c.shape, c.ds, c.ss, c.t)
-	if BoxSharedBytes(src, dst, c.t, c.item, 8) > MaxBoxSharedBytes {
+	if c.sharedBytes() > MaxBoxSharedBytes {
 		// Try the largest extent that fits, halving.
 		lo, hi := old, e
 		for hi-lo > 1 {
 			m := (lo + hi) / 2
 			c.t[k] = m
-			src, dst = BoxSides(c.shape, c.ds, c.ss, c.t)
-			if BoxSharedBytes(src, dst, c.t, c.item, 8) > MaxBoxSharedBytes {
+			if c.sharedBytes() > MaxBoxSharedBytes {
 				hi = m
 			} else {
 				lo = m
