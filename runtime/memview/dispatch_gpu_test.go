@@ -2,6 +2,7 @@ package memview
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/stridekit/stridekit/internal/testenv"
@@ -153,4 +154,62 @@ func BenchmarkFloor(b *testing.B) {
 			return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, s, unsafe.Pointer(&d), unsafe.Pointer(&sp), unsafe.Pointer(&k.Args[0]))
 		}, nil
 	})
+}
+
+// BenchmarkDispatchOverFloor alternates, within one timed loop, blocks of
+// 256 repeated CopyFrom calls and blocks of 256 bare launches of the same
+// kernel (BenchmarkFloor's), synchronising between blocks and timing each
+// block alone, so that slow drift of the driver's launch cost falls on
+// both alike. It reports the host ns of each (copy-ns, floor-ns) and their
+// difference (over-ns), the host time CopyFrom adds to the launch.
+func BenchmarkDispatchOverFloor(b *testing.B) {
+	dev := testenv.NeedGPU(b)
+	s := testenv.NewStream(b, dev)
+	for _, c := range dispatchCases(b, dev, s) {
+		b.Run(c.name, func(b *testing.B) {
+			bc, err := Bind(c.dst, c.src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k := bc.Kernel()
+			fn, err := k.Function()
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := cuda.DevicePtr(c.dst.low) + cuda.DevicePtr(k.Plan.DstOffset)
+			sp := cuda.DevicePtr(c.src.low) + cuda.DevicePtr(k.Plan.SrcOffset)
+			l := k.Launch
+			floor := func() error {
+				return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, s, unsafe.Pointer(&d), unsafe.Pointer(&sp), unsafe.Pointer(&k.Args[0]))
+			}
+			copy := func() error { return c.dst.CopyFrom(c.src, s) }
+			var tc, tf time.Duration
+			n := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for n < b.N {
+				for _, x := range []struct {
+					f func() error
+					t *time.Duration
+				}{{copy, &tc}, {floor, &tf}} {
+					if err := s.Synchronize(); err != nil {
+						b.Fatal(err)
+					}
+					t0 := time.Now()
+					for range 256 {
+						if err := x.f(); err != nil {
+							b.Fatal(err)
+						}
+					}
+					*x.t += time.Since(t0)
+				}
+				n += 256
+			}
+			b.StopTimer()
+			s.Synchronize()
+			b.ReportMetric(float64(tc.Nanoseconds())/float64(n), "copy-ns")
+			b.ReportMetric(float64(tf.Nanoseconds())/float64(n), "floor-ns")
+			b.ReportMetric(float64((tc-tf).Nanoseconds())/float64(n), "over-ns")
+		})
+	}
 }
