@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -49,11 +50,13 @@ type bindKey struct {
 // this re-plans some of them, nothing worse).
 const maxBindings = 4096
 
-// bindings is the process's binding cache, safe for concurrent use.
-var bindings = struct {
-	mu sync.RWMutex
-	m  map[bindKey]*binding
-}{m: map[bindKey]*binding{}}
+// bindings is the process's binding cache, safe for concurrent use: a
+// sync.Map (bindKey → *binding), whose loads take no lock once an entry
+// has settled, and the number of entries in it.
+var bindings struct {
+	m sync.Map
+	n atomic.Int64
+}
 
 // keyOf returns the binding key of a copy from src into dst on path p, with
 // the device copy planned for lowest bytes aligned to dstAlign and
@@ -71,34 +74,41 @@ func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) bindKey 
 // lookup returns the cached binding of key for the two views' layouts, or
 // nil.
 func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
-	bindings.mu.RLock()
-	b := bindings.m[key]
-	bindings.mu.RUnlock()
-	if b != nil && b.dst.Equal(dst.l) && b.src.Equal(src.l) {
+	v, ok := bindings.m.Load(key)
+	if !ok {
+		return nil
+	}
+	if b := v.(*binding); b.dst.Equal(dst.l) && b.src.Equal(src.l) {
 		return b
 	}
 	return nil
 }
 
-// store adds b to the cache, dropping an arbitrary binding when full.
+// store adds b to the cache, first dropping an arbitrary binding when the
+// cache is full (the count may pass maxBindings by the number of
+// goroutines storing at once, no more).
 func store(b *binding) {
-	bindings.mu.Lock()
-	defer bindings.mu.Unlock()
-	if len(bindings.m) >= maxBindings {
-		for k := range bindings.m {
-			delete(bindings.m, k)
-			break
-		}
+	if bindings.n.Load() >= maxBindings {
+		bindings.m.Range(func(k, _ any) bool {
+			if _, ok := bindings.m.LoadAndDelete(k); ok {
+				bindings.n.Add(-1)
+			}
+			return false
+		})
 	}
-	bindings.m[b.key] = b
+	if _, loaded := bindings.m.Swap(b.key, b); !loaded {
+		bindings.n.Add(1)
+	}
 }
 
-// forget drops every cached binding (tests, and after a failure that may
-// have come from a stale binding).
+// forget drops every cached binding (tests).
 func forget() {
-	bindings.mu.Lock()
-	clear(bindings.m)
-	bindings.mu.Unlock()
+	bindings.m.Range(func(k, _ any) bool {
+		if _, ok := bindings.m.LoadAndDelete(k); ok {
+			bindings.n.Add(-1)
+		}
+		return true
+	})
 }
 
 // bindingFor returns the binding of a copy from src into dst on path p

@@ -157,11 +157,12 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkDispatchOverFloor alternates, within one timed loop, blocks of
-// 256 repeated CopyFrom calls and blocks of 256 bare launches of the same
-// kernel (BenchmarkFloor's), synchronising between blocks and timing each
-// block alone, so that slow drift of the driver's launch cost falls on
-// both alike. It reports the host ns of each (copy-ns, floor-ns) and their
-// difference (over-ns), the host time CopyFrom adds to the launch.
+// 256 repeated CopyFrom calls, of 256 held BoundCopy copies and of 256 bare
+// launches of the same kernel (BenchmarkFloor's), synchronising between
+// blocks and timing each block alone, so that slow drift of the driver's
+// launch cost falls on all alike. It reports the host ns of each (copy-ns,
+// bound-ns, floor-ns) and what CopyFrom and a held BoundCopy add to the
+// launch (over-ns, bound-over-ns).
 func BenchmarkDispatchOverFloor(b *testing.B) {
 	dev := testenv.NeedGPU(b)
 	s := testenv.NewStream(b, dev)
@@ -183,7 +184,8 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 				return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, s, unsafe.Pointer(&d), unsafe.Pointer(&sp), unsafe.Pointer(&k.Args[0]))
 			}
 			copy := func() error { return c.dst.CopyFrom(c.src, s) }
-			var tc, tf time.Duration
+			bound := func() error { return bc.Copy(s) }
+			var tc, tb, tf time.Duration
 			n := 0
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -191,7 +193,7 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 				for _, x := range []struct {
 					f func() error
 					t *time.Duration
-				}{{copy, &tc}, {floor, &tf}} {
+				}{{copy, &tc}, {bound, &tb}, {floor, &tf}} {
 					if err := s.Synchronize(); err != nil {
 						b.Fatal(err)
 					}
@@ -207,9 +209,12 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 			}
 			b.StopTimer()
 			s.Synchronize()
-			b.ReportMetric(float64(tc.Nanoseconds())/float64(n), "copy-ns")
-			b.ReportMetric(float64(tf.Nanoseconds())/float64(n), "floor-ns")
-			b.ReportMetric(float64((tc-tf).Nanoseconds())/float64(n), "over-ns")
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
+			b.ReportMetric(per(tc), "copy-ns")
+			b.ReportMetric(per(tb), "bound-ns")
+			b.ReportMetric(per(tf), "floor-ns")
+			b.ReportMetric(per(tc-tf), "over-ns")
+			b.ReportMetric(per(tb-tf), "bound-over-ns")
 		})
 	}
 }
