@@ -47,33 +47,40 @@ type Bound struct {
 // compiles nothing. It fails as layout.PlanCopy does, or when no kernel
 // exists for the plan.
 func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bound, error) {
-	b := &Bound{DstAlign: dstAlign, SrcAlign: srcAlign, dev: dev}
+	b := new(Bound)
+	if err := BindInto(b, dev, dst, src, dstAlign, srcAlign); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// BindInto is Bind into b, a zero Bound of the caller's (one allocation
+// fewer for callers that keep a Bound inside a value of their own).
+func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) error {
+	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
 	// The plan's slices in one allocation (a canonical form has at most one
 	// dim more than dst: an item split into 16-byte elements).
 	n := dst.NDim() + 1
 	sl := make([]int64, 4*n)
 	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n]
 	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
-		return nil, err
-	}
-	if c := b.Plan.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
-		if dev == nil {
-			return nil, fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
-		}
-		return b, nil
+		return err
 	}
 	if dev == nil {
-		return nil, fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
+		return fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
+	}
+	if c := b.Plan.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
+		return nil
 	}
 	if fn, k, ok := jit.Default.Loaded(dev, b.Plan.Sig); ok {
 		b.fn.Store(&fn) // the usual case: a new pair of a loaded kernel
-		return b, b.pack(dev, k.Name, k.Knobs)
+		return b.pack(dev, k.Name, k.Knobs)
 	}
 	k, err := jit.For(b.Plan.Sig, dev.Arch())
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b, b.pack(dev, k.Name, k.Knobs)
+	return b.pack(dev, k.Name, k.Knobs)
 }
 
 // BindPlan binds plan p to a kernel the caller loaded itself: fn, named

@@ -27,7 +27,8 @@ type binding struct {
 	// transfers, between the host view's compact image and the device view
 	// (its plan's class is ClassMemcpy when the image goes straight into
 	// or out of the device view).
-	k *kernels.Bound
+	k  *kernels.Bound
+	kb kernels.Bound // what k points to
 	// h and pieces are how a host transfer moves the image (transfer.go).
 	h      hostPlan
 	pieces []piece
@@ -51,8 +52,8 @@ type bindKey struct {
 const maxBindings = 4096
 
 // bindings is the process's binding cache, safe for concurrent use: a
-// sync.Map (bindKey → *binding), whose loads take no lock once an entry
-// has settled, and the number of entries in it.
+// sync.Map (bindKey.sum → *binding), whose loads take no lock, and the
+// number of entries in it.
 var bindings struct {
 	m sync.Map
 	n atomic.Int64
@@ -74,14 +75,23 @@ func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) bindKey 
 // lookup returns the cached binding of key for the two views' layouts, or
 // nil.
 func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
-	v, ok := bindings.m.Load(key)
+	v, ok := bindings.m.Load(key.sum())
 	if !ok {
 		return nil
 	}
-	if b := v.(*binding); b.dst.Equal(dst.l) && b.src.Equal(src.l) {
+	if b := v.(*binding); b.key == key && b.dst.Equal(dst.l) && b.src.Equal(src.l) {
 		return b
 	}
 	return nil
+}
+
+// sum is the key as one number, what the cache is indexed by (a binding
+// found by it is confirmed against the whole key and both layouts).
+func (k bindKey) sum() uint64 {
+	h := k.hash ^ uint64(uintptr(unsafe.Pointer(k.dev)))*0x9e3779b97f4a7c15
+	h ^= uint64(k.path) | uint64(k.dstKind)<<8 | uint64(k.srcKind)<<16 | uint64(k.dstAlign)<<24 | uint64(k.srcAlign)<<32
+	h *= 0xff51afd7ed558ccd
+	return h ^ h>>32
 }
 
 // store adds b to the cache, first dropping an arbitrary binding when the
@@ -96,7 +106,7 @@ func store(b *binding) {
 			return false
 		})
 	}
-	if _, loaded := bindings.m.Swap(b.key, b); !loaded {
+	if _, loaded := bindings.m.Swap(b.key.sum(), b); !loaded {
 		bindings.n.Add(1)
 	}
 }
@@ -134,7 +144,8 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	var err error
 	switch key.path {
 	case PathDevice:
-		b.k, err = kernels.Bind(key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
+		b.k = &b.kb
+		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
 	case PathHostToDevice:
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:

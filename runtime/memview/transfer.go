@@ -287,7 +287,8 @@ func (b *binding) bindUpload(dst, src *StridedMemoryView) error {
 		return err
 	}
 	var err error
-	if b.k, err = kernels.Bind(b.key.dev, dst.l, b.h.c, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
+	b.k = &b.kb
+	if err = kernels.BindInto(b.k, b.key.dev, dst.l, b.h.c, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
 		return err
 	}
 	p := &b.k.Plan
@@ -302,7 +303,8 @@ func (b *binding) bindDownload(dst, src *StridedMemoryView) error {
 		return err
 	}
 	var err error
-	if b.k, err = kernels.Bind(b.key.dev, b.h.c, src.l, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
+	b.k = &b.kb
+	if err = kernels.BindInto(b.k, b.key.dev, b.h.c, src.l, int(b.key.dstAlign), int(b.key.srcAlign)); err != nil {
 		return err
 	}
 	p := &b.k.Plan
