@@ -94,6 +94,11 @@ func (t DLDeviceType) String() string {
 	return "DLDeviceType(" + strconv.Itoa(int(t)) + ")"
 }
 
+// String returns the device as "kDLCUDA:0": its type's C name and its id.
+func (d DLDevice) String() string {
+	return d.DeviceType.String() + ":" + strconv.Itoa(int(d.DeviceID))
+}
+
 // Supported reports whether stridekit can copy memory of device type t:
 // kDLCPU, kDLCUDA, kDLCUDAHost or kDLCUDAManaged.
 func (t DLDeviceType) Supported() bool {

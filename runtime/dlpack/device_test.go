@@ -75,3 +75,14 @@ func TestDeviceOf(t *testing.T) {
 		t.Errorf("kind 42: %v", err)
 	}
 }
+
+// TestDeviceAndVersionString: devices and versions print as users write
+// them, not as Go structs.
+func TestDeviceAndVersionString(t *testing.T) {
+	if got := fmt.Sprint(dlpack.DLDevice{DeviceType: dlpack.KDLCUDA, DeviceID: 3}); got != "kDLCUDA:3" {
+		t.Errorf("DLDevice prints %q, want kDLCUDA:3", got)
+	}
+	if got := fmt.Sprintf("%v", dlpack.DLPackVersion{Major: 1, Minor: 3}); got != "1.3" {
+		t.Errorf("DLPackVersion prints %q, want 1.3", got)
+	}
+}
