@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -103,11 +104,11 @@ var boxArgs = []argField{
 	{"lgs", i32, 1, "log2 threads per run: strided load"},
 	{"lgd", i32, 1, "log2 threads per run: store"},
 	{"c0", i32, 1, "shared-memory base of every dst run"},
-	{"rgs", i32, layout.MaxRagged, "ragged dims outside the src runs (-1: none)"},
-	{"rgd", i32, layout.MaxRagged, "ragged dims outside the dst runs (-1: none)"},
+	{"rgs", i32, tilegeom.MaxRagged, "ragged dims outside the src runs (-1: none)"},
+	{"rgd", i32, tilegeom.MaxRagged, "ragged dims outside the dst runs (-1: none)"},
 	{"lasts", i32, 1, "the last src run dim, if ragged (-1: none)"},
 	{"lastd", i32, 1, "the last dst run dim, if ragged (-1: none)"},
-	{"offG", i32, 1, "table offsets in shared memory (layout.BoxShared)"},
+	{"offG", i32, 1, "table offsets in shared memory (tilegeom.BoxShared)"},
 	{"offH", i32, 1, ""},
 	{"offA", i32, 1, ""},
 	{"offB", i32, 1, ""},

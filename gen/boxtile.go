@@ -3,18 +3,19 @@ package gen
 import (
 	"fmt"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 )
 
 // packBoxTile is Pack for ClassBoxTile. Its argument block (boxArgs) holds
 // the canonical form, the tile and its chunks along each dim (with the
 // fast-division constants of the chunks), and the tile's geometry, which
-// the planner computed with the plan (layout.BoxGeometry): both sides'
-// dims by |stride|, run lengths and runs per tile, the shared-memory weight
-// of each dim, the ragged dims and the table offsets; plus the threads per
-// run of each phase, chosen here from the knobs.
+// the planner computed with the plan (Plan.Box, a tilegeom.BoxGeometry):
+// both sides' dims by |stride|, run lengths and runs per tile, the
+// shared-memory weight of each dim, the ragged dims and the table offsets;
+// plus the threads per run of each phase, chosen here from the knobs.
 //
-// The kernel stages src run j of a tile in the slot layout.BoxSrcWeights
+// The kernel stages src run j of a tile in the slot tilegeom.BoxSrcWeights
 // gives it (plus the tile's phase, the src address modulo 4 of run 0);
 // element i of a run at i·item bytes into the slot (reversed runs:
 // (ls-1-i)·item), so the shared-memory offset of a tile element is the
@@ -36,8 +37,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		ntiles *= chunks[d]
 	}
 	sl := g.Shared
-	if sl.Total > layout.MaxBoxSharedBytes || sl.Total == 0 {
-		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory (at most %d)", ErrPlan, p.Tile, sl.Total, layout.MaxBoxSharedBytes)
+	if sl.Total > tilegeom.MaxBoxSharedBytes || sl.Total == 0 {
+		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory (at most %d)", ErrPlan, p.Tile, sl.Total, tilegeom.MaxBoxSharedBytes)
 	}
 	lgs, lgw, lgd := boxLanes(k, src, dst, int64(sig.Itemsize))
 
@@ -69,7 +70,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	w.put("lgs", int64(lgs))
 	w.put("lgd", int64(lgd))
 	w.put("c0", g.C0)
-	var rs, rd [layout.MaxRagged]int64
+	var rs, rd [tilegeom.MaxRagged]int64
 	w.put("rgs", ints(&rs, g.RaggedSrc)...)
 	w.put("rgd", ints(&rd, g.RaggedDst)...)
 	w.put("lasts", int64(g.LastSrc))
@@ -96,7 +97,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 // elements; four times LoadLanes for words), more when the tile has too few
 // runs to keep the block busy, never more than the run has pieces
 // (elements) or the block has threads.
-func boxLanes(k Knobs, src, dst *layout.BoxSide, item int64) (lgs, lgw, lgd int) {
+func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd int) {
 	lanes := func(knob int, pieces, runs int64) int {
 		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
 		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
@@ -114,7 +115,7 @@ func boxLanes(k Knobs, src, dst *layout.BoxSide, item int64) (lgs, lgw, lgd int)
 
 // orderOf returns in o a side's tile dims by |stride| as argument values
 // (nd entries; those past NDims are never read by the kernel).
-func orderOf(o *[layout.MaxBoxNDim]int64, s *layout.BoxSide, nd int) []int64 {
+func orderOf(o *[layout.MaxBoxNDim]int64, s *tilegeom.BoxSide, nd int) []int64 {
 	for i := range nd {
 		o[i] = int64(s.Order[i])
 	}
@@ -122,7 +123,7 @@ func orderOf(o *[layout.MaxBoxNDim]int64, s *layout.BoxSide, nd int) []int64 {
 }
 
 // ints widens an array of ints to argument values in o.
-func ints(o *[layout.MaxRagged]int64, a [layout.MaxRagged]int) []int64 {
+func ints(o *[tilegeom.MaxRagged]int64, a [tilegeom.MaxRagged]int) []int64 {
 	for i, v := range a {
 		o[i] = int64(v)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"strconv"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -61,7 +62,7 @@ func rowsBlockX(inner int64, x, threads int) int64 {
 // TileConfig is the shape of the tile kernel's work: a tile of Rows × Cols
 // elements in shared memory, Rows along dst's fastest dim (dim NDim-1) and
 // Cols along src's fastest dim (dim Fast), moved by Threads threads. Rows
-// and Cols are powers of two and multiples of Vec (layout.TileEdges).
+// and Cols are powers of two and multiples of Vec (tilegeom.TileEdges).
 type TileConfig struct {
 	Rows, Cols, Threads int
 	WordCols            bool
@@ -69,7 +70,7 @@ type TileConfig struct {
 
 // tileConfig returns the tile of a ClassTile signature under knobs k.
 func tileConfig(sig layout.Signature, k Knobs) TileConfig {
-	r, c := layout.TileEdges(int(sig.Itemsize), int(sig.Vec))
+	r, c := tilegeom.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)
 	return TileConfig{Rows: r, Cols: c, Threads: k.Threads, WordCols: k.WordCols && s < 4 && (s*int(sig.Vec))%4 == 0}
 }

@@ -2,6 +2,8 @@ package layout
 
 import (
 	"fmt"
+
+	"github.com/stridekit/stridekit/internal/tilegeom"
 )
 
 // PlanOptions carries what the planner cannot see in the layouts: how the
@@ -85,13 +87,13 @@ const (
 //     MaxBoxNDim dims.
 //   - ClassTile: a transposition whose dst fast dim (NDim-1, dst stride 1)
 //     and src fast dim Fast (src stride 1) both fill the tile kernel's tiles
-//     (TileEdges; at most a quarter of the tiled extent wasted on a partial
-//     last tile) and allow vectors of at least 8 bytes on both sides: the
+//     (32 to 128 elements a side, by vector width; at most a quarter of the
+//     tiled extent wasted on a partial last tile) and allow vectors of at least 8 bytes on both sides: the
 //     tiled kernel with vector accesses and register transposes.
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
-//     long runs (see BoxSides).
+//     long runs.
 //
 // # Guarantees a kernel may rely on
 //
@@ -120,8 +122,8 @@ const (
 //     accessed in vectors along dim NDim-1 and src along dim Fast.
 //   - ClassBoxTile: NDim ≤ MaxBoxNDim, no src stride is 0, len(Tile) ==
 //     NDim with 1 ≤ Tile[k] ≤ Shape[k], and the tile's data (the product of
-//     Tile times Itemsize) and its run tables fit the kernel's shared memory
-//     (BoxSides, BoxSharedBytes).
+//     Tile times Itemsize) and its run tables fit the 48 KiB of shared
+//     memory a block gets without opting in.
 //   - ClassBroadcast and ClassFill, Vec > 1: DstStrides[NDim-1] == 1 and
 //     SrcStrides[NDim-1] == 0; Vec divides Shape[NDim-1]; every other dst
 //     stride is a multiple of Vec; DstOffset and the dst alignment are
@@ -159,7 +161,7 @@ func (p *Plan) reset() {
 	p.Tile = p.Tile[:0]
 	p.DstOffset, p.SrcOffset, p.Volume, p.Bytes = 0, 0, 0, 0
 	p.DstSpan, p.SrcSpan = 0, 0
-	p.Box = BoxGeometry{}
+	p.Box = tilegeom.BoxGeometry{}
 }
 
 func checkAlign(name string, a int) error {

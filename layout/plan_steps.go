@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/stridekit/stridekit/internal/tilegeom"
 )
 
 // This file holds the steps of the copy planner, in the order planCopy runs
@@ -219,7 +221,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
 		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
 		v := min(vd, vs)
-		rows, cols := TileEdges(int(item), int(v))
+		rows, cols := tilegeom.TileEdges(int(item), int(v))
 		// Items whose size is not a power of two (12 bytes) go to the box
 		// tile, which moves 4-byte-aligned items as words; the vector tile
 		// would move them one at a time.
@@ -261,24 +263,6 @@ func tileFast(j *joint) int {
 		}
 	}
 	return -1
-}
-
-// TileEdges returns the edges of the ClassTile kernel's tile for elements of
-// item bytes moved in vectors of vec: rows along dst's fast dim, columns
-// along src's fast dim. Tiles hold 4–32 KiB, so every thread keeps several
-// 16-byte loads in flight and a micro-tile's register transpose fits.
-func TileEdges(item, vec int) (rows, cols int) {
-	switch vb := item * vec; {
-	case vec >= 16:
-		return 128, 128
-	case vec == 8:
-		return 64, 128
-	case vec == 4:
-		return 64, 64
-	case vec == 2 && vb <= 8:
-		return 64, 64
-	}
-	return 32, 32
 }
 
 // tileFits reports whether an extent e is covered by tiles of edge t with

@@ -1,12 +1,11 @@
 package layout
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"sort"
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"pgregory.net/rapid"
 )
 
@@ -168,9 +167,11 @@ func TestPropRecut(t *testing.T) {
 	})
 }
 
-// TestPropBoxTile checks chooseTile's post-conditions and that BoxSides
-// describes the tile's elements exactly: every element of a whole tile is
-// in one run of each side, and a run's elements are Step apart.
+// TestPropBoxTile checks chooseTile's post-conditions: extents within the
+// dims, the data within the cap, the shared memory within what a block
+// gets, and at most tilegeom.MaxRagged ragged dims outside either side's
+// runs. (internal/tilegeom checks that a tile's sides and slots describe
+// its elements exactly, for any tile.)
 func TestPropBoxTile(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 5).Draw(t, "n")
@@ -205,76 +206,22 @@ func TestPropBoxTile(t *testing.T) {
 			}
 			vol *= e
 		}
-		src, dst := BoxSides(shape, ds, ss, tile)
+		src, dst := tilegeom.BoxSides(shape, ds, ss, tile)
 		if vol > 1 && vol*item > cap {
 			t.Fatalf("tile %v of %d bytes over %d", tile, vol*item, cap)
 		}
-		if BoxSharedBytes(src, dst, tile, item, 8) > MaxBoxSharedBytes {
-			t.Fatalf("tile %v needs %d bytes of shared memory", tile, BoxSharedBytes(src, dst, tile, item, 8))
+		if b := tilegeom.BoxSharedBytes(src, dst, tile, item, 8); b > tilegeom.MaxBoxSharedBytes {
+			t.Fatalf("tile %v needs %d bytes of shared memory", tile, b)
 		}
-		for _, sd := range []struct {
-			b       BoxSide
-			strides []int64
-		}{{src, ss}, {dst, ds}} {
-			checkSide(t, sd.b, shape, sd.strides, tile, vol)
+		for _, b := range []*tilegeom.BoxSide{&src, &dst} {
+			if b.RunLen*b.Runs != vol {
+				t.Fatalf("runs %d × %d for a tile of %d", b.Runs, b.RunLen, vol)
+			}
+			if _, _, ok := tilegeom.BoxRagged(shape, tile, b); !ok {
+				t.Fatalf("tile %v of shape %v: over %d ragged dims outside the runs", tile, shape, tilegeom.MaxRagged)
+			}
 		}
-		checkSlots(t, src, ss, tile, item)
 	})
-}
-
-// checkSlots checks BoxSrcWeights' shared-memory layout of the src runs:
-// every run's slot address minus its src address is the same modulo 4 (so
-// one phase per tile aligns them all), and for each of the four phases the
-// aligned words that cover a contiguous run (the bytes of a strided one) lie
-// within the data bytes and overlap no other run's.
-func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
-	w := make([]int64, len(tile))
-	data := BoxSrcWeights(&src, ss, tile, item, w)
-	if d2 := BoxSrcWeights(&src, nil, tile, item, nil); d2 != data {
-		t.Fatalf("data bytes %d with strides, %d without", data, d2)
-	}
-	contig := src.Step == 1 || src.Step == -1
-	type span struct{ lo, hi int64 }
-	var spans [4][]span
-	phase := int64(-1)
-	for r := int64(0); r < src.Runs; r++ {
-		x := r
-		slot, addr := int64(0), int64(0)
-		for i := src.NRun; i < src.NDims; i++ {
-			k := src.Order[i]
-			c := x % tile[k]
-			x /= tile[k]
-			slot += c * w[k]
-			addr += c * ss[k] * item
-		}
-		if src.Step == -1 {
-			addr -= (src.RunLen - 1) * item // the run's lowest byte
-		}
-		if ph := ((slot-addr)%4 + 4) % 4; phase < 0 {
-			phase = ph
-		} else if ph != phase {
-			t.Fatalf("run %d: slot %d, src byte %d: phase %d, run 0's %d (weights %v)", r, slot, addr, ph, phase, w)
-		}
-		for ph := int64(0); ph < 4; ph++ {
-			lo, hi := slot+ph, slot+ph+src.RunLen*item
-			if contig {
-				lo, hi = lo&^3, (hi+3)&^3
-			}
-			if lo < 0 || hi > data {
-				t.Fatalf("run %d at phase %d: bytes [%d, %d) outside the %d data bytes", r, ph, lo, hi, data)
-			}
-			spans[ph] = append(spans[ph], span{lo, hi})
-		}
-	}
-	for ph := range spans {
-		s := spans[ph]
-		slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
-		for i := 1; i < len(s); i++ {
-			if s[i].lo < s[i-1].hi {
-				t.Fatalf("phase %d: runs' words [%d, %d) and [%d, %d) overlap (weights %v, tile %v)", ph, s[i-1].lo, s[i-1].hi, s[i].lo, s[i].hi, w, tile)
-			}
-		}
-	}
 }
 
 func seqInts(n int) []int {
@@ -283,49 +230,6 @@ func seqInts(n int) []int {
 		s[i] = i
 	}
 	return s
-}
-
-// checkSide enumerates a whole tile (at the origin) through the side's run
-// structure and checks it visits each element once, with run elements Step
-// apart in memory.
-func checkSide(t *rapid.T, b BoxSide, shape, strides, tile []int64, vol int64) {
-	if b.RunLen*b.Runs != vol {
-		t.Fatalf("runs %d × %d for a tile of %d", b.Runs, b.RunLen, vol)
-	}
-	seen := map[string]bool{}
-	coord := make([]int64, len(shape))
-	for r := int64(0); r < b.Runs; r++ {
-		// run index over Order[NRun:], first fastest
-		x := r
-		for i := b.NRun; i < b.NDims; i++ {
-			k := b.Order[i]
-			coord[k] = x % tile[k]
-			x /= tile[k]
-		}
-		var first int64
-		for e := int64(0); e < b.RunLen; e++ {
-			y := e
-			for i := 0; i < b.NRun; i++ {
-				k := b.Order[i]
-				coord[k] = y % tile[k]
-				y /= tile[k]
-			}
-			off := int64(0)
-			for k := range coord {
-				off += coord[k] * strides[k]
-			}
-			if e == 0 {
-				first = off
-			} else if off != first+e*b.Step {
-				t.Fatalf("run %d element %d at %d, want %d + %d·%d (tile %v strides %v)", r, e, off, first, e, b.Step, tile, strides)
-			}
-			key := fmt.Sprint(coord)
-			if seen[key] {
-				t.Fatalf("element %v twice", coord)
-			}
-			seen[key] = true
-		}
-	}
 }
 
 func TestLargestDivisor(t *testing.T) {

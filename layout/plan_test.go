@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/layouttest"
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 	"pgregory.net/rapid"
 )
@@ -553,13 +554,18 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 			}
 			vol *= e
 		}
-		src, dst := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
-		if vol > 1 && vol*w > layout.DefaultTileBytes || layout.BoxSharedBytes(src, dst, p.Tile, w, 8) > layout.MaxBoxSharedBytes {
+		src, dst := tilegeom.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+		if vol > 1 && vol*w > layout.DefaultTileBytes || tilegeom.BoxSharedBytes(src, dst, p.Tile, w, 8) > tilegeom.MaxBoxSharedBytes {
 			t.Fatalf("btile plan %+v too large", p)
 		}
+		var g tilegeom.BoxGeometry
+		g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, p.Sig.Index64)
+		if p.Box != g {
+			t.Fatalf("btile plan %+v: geometry %+v, want %+v", p, p.Box, g)
+		}
 	}
-	if p.Sig.Class != layout.ClassBoxTile && len(p.Tile) != 0 {
-		t.Fatalf("tile %v in a %v plan", p.Tile, p.Sig.Class)
+	if p.Sig.Class != layout.ClassBoxTile && (len(p.Tile) != 0 || p.Box != tilegeom.BoxGeometry{}) {
+		t.Fatalf("tile %v (geometry %+v) in a %v plan", p.Tile, p.Box, p.Sig.Class)
 	}
 	if p.DstOffset < 0 || p.SrcOffset < 0 || p.DstOffset >= max(p.DstSpan, 1) || p.SrcOffset >= max(p.SrcSpan, 1) {
 		t.Fatalf("offsets %d/%d outside spans %d/%d", p.DstOffset, p.SrcOffset, p.DstSpan, p.SrcSpan)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/stridekit/stridekit/internal/tilegeom"
 )
 
 // Class is the kind of copy a plan needs; each class has its own kernel
@@ -34,7 +36,7 @@ const (
 	// (short or odd fast dims, odd itemsizes, strided or reversed fast dims,
 	// short runs contiguous in both views): a box of several dims on each
 	// side is staged in shared memory so that both views are accessed in
-	// long runs (see BoxSides).
+	// long runs (see PlanCopy).
 	ClassBoxTile
 	numClasses
 )
@@ -235,9 +237,12 @@ type Plan struct {
 	// Tile is, for ClassBoxTile, the extent of the box tile along each
 	// canonical dim (1 for dims outside the tile); empty otherwise.
 	Tile []int64
-	// Box is, for ClassBoxTile, the tile's geometry, derived from the
-	// fields above once, when the plan is made; zero otherwise.
-	Box       BoxGeometry
+	// Box is, for ClassBoxTile, the tile's geometry (its runs in each
+	// view, shared-memory layout and ragged dims), derived from the fields
+	// above once, when the plan is made, for the kernel generator (package
+	// gen) to pack; zero otherwise. Its type is internal to stridekit:
+	// callers copy it with the plan and need not read it.
+	Box       tilegeom.BoxGeometry
 	DstOffset int64
 	SrcOffset int64
 	// DstSpan and SrcSpan are the bytes from each view's lowest byte to

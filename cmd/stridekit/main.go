@@ -264,7 +264,7 @@ func planCmd(args []string, stdout, stderr io.Writer) int {
 		p.Shape, p.DstStrides, p.SrcStrides, p.Sig.Itemsize)
 	fmt.Fprintf(stdout, "offsets    dst %d B  src %d B\n", p.DstOffset, p.SrcOffset)
 	if p.Sig.Class == layout.ClassBoxTile {
-		s, d := layout.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+		s, d := &p.Box.Src, &p.Box.Dst
 		fmt.Fprintf(stdout, "tile       %v: src runs %d × %d elements (step %d), dst runs %d × %d elements (step %d)\n",
 			p.Tile, s.Runs, s.RunLen, s.Step, d.Runs, d.RunLen, d.Step)
 	}

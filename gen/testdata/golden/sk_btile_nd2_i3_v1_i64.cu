@@ -73,7 +73,7 @@ struct A {
 	int rgd[4]; // ragged dims outside the dst runs (-1: none)
 	int lasts; // the last src run dim, if ragged (-1: none)
 	int lastd; // the last dst run dim, if ragged (-1: none)
-	int offG; // table offsets in shared memory (layout.BoxShared)
+	int offG; // table offsets in shared memory (tilegeom.BoxShared)
 	int offH;
 	int offA;
 	int offB;

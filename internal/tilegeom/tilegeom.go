@@ -1,0 +1,310 @@
+// Package tilegeom is the geometry of the tiles that the tiled copy kernels
+// stage in shared memory: what the copy planner (package layout) sizes a
+// tile by and what the kernel generator (package gen) packs into a kernel's
+// arguments. It is internal: users see only a plan's class, signature and
+// Tile extents.
+//
+// # The vector tile
+//
+// A ClassTile kernel's tile has Rows × Cols elements (TileEdges), Rows along
+// dst's fast dim and Cols along src's fast dim.
+//
+// # The box tile
+//
+// A box tile is the unit of work of a ClassBoxTile kernel: a box of the
+// canonical form, Tile[k] consecutive indices of each dim k, staged through
+// shared memory. In each view the tile's elements fall into runs: the tile
+// dims taken by |stride| in that view, from the smallest, as long as each is
+// whole in the tile and continues the previous one in memory (stride equal
+// to the previous stride times the previous extent). A run's elements are
+// at one stride apart (Step; ±1 means contiguous bytes). The kernel reads
+// src run by run into shared memory (contiguous runs as the aligned words
+// that cover them, whatever their alignment: see BoxSrcWeights), then
+// writes dst run by run, gathering each dst element from where it sits in
+// shared memory. Choosing the tile so that both views have long runs is
+// what lets short fast dims, odd extents and odd itemsizes move in long
+// bursts: several dims are folded into each side of the tile, and a dim may
+// run inside the tile on both sides.
+//
+// The planner chooses the tile's extents and computes its BoxGeometry once,
+// with the plan (layout.Plan's Box field); gen packs it.
+package tilegeom
+
+// TileEdges returns the edges of the ClassTile kernel's tile for elements of
+// item bytes moved in vectors of vec: rows along dst's fast dim, columns
+// along src's fast dim. Tiles hold 4–32 KiB, so every thread keeps several
+// 16-byte loads in flight and a micro-tile's register transpose fits.
+func TileEdges(item, vec int) (rows, cols int) {
+	switch vb := item * vec; {
+	case vec >= 16:
+		return 128, 128
+	case vec == 8:
+		return 64, 128
+	case vec == 4:
+		return 64, 64
+	case vec == 2 && vb <= 8:
+		return 64, 64
+	}
+	return 32, 32
+}
+
+// MaxBoxNDim is the most canonical dims a box tile may have (layout's
+// MaxBoxNDim, which layout checks equal to this at compile time).
+const MaxBoxNDim = 16
+
+// MaxBoxSharedBytes is the shared memory a box tile may use, data and run
+// tables together: what every CUDA device gives a block without opting in.
+const MaxBoxSharedBytes = 48 << 10
+
+// BoxSide is one view's side of a box tile.
+type BoxSide struct {
+	// Order lists the tile's dims (those with Tile[k] > 1) by |stride| in
+	// this view, smallest first (ties: the later canonical dim first); the
+	// first NDims entries are valid.
+	Order [MaxBoxNDim]int8
+	NDims int
+	// NRun is how many dims of Order, from the first, form a run.
+	NRun int
+	// RunLen is the number of elements of a run: the product of Tile over
+	// the run's dims (1 when the tile has no dims).
+	RunLen int64
+	// Runs is the number of runs in a whole tile: the product of Tile over
+	// the other tile dims.
+	Runs int64
+	// Step is the element stride of a run in this view: consecutive
+	// elements of a run are Step elements apart (±1: contiguous).
+	Step int64
+}
+
+// BoxSides returns the src and dst sides of the box tile tile over a
+// canonical form (the slices of a plan: Shape, DstStrides, SrcStrides, Tile).
+func BoxSides(shape, ds, ss, tile []int64) (src, dst BoxSide) {
+	sideOf(&src, shape, ss, tile)
+	sideOf(&dst, shape, ds, tile)
+	return src, dst
+}
+
+func sideOf(b *BoxSide, shape, strides, tile []int64) {
+	var ord [MaxBoxNDim]int8
+	SideFromOrder(b, SortedDims(ord[:0], strides[:len(tile)]), shape, strides, tile)
+}
+
+// SortedDims appends to ord the dims of strides by |stride| ascending, the
+// later dim first among equals (BoxSide.Order's rule), and returns it.
+func SortedDims(ord []int8, strides []int64) []int8 {
+	for k := len(strides) - 1; k >= 0; k-- {
+		a := uabs(strides[k])
+		ord = append(ord, int8(k))
+		i := len(ord) - 1
+		for i > 0 && uabs(strides[ord[i-1]]) > a {
+			ord[i] = ord[i-1]
+			i--
+		}
+		ord[i] = int8(k)
+	}
+	return ord
+}
+
+// SideFromOrder sets b to the side of the box tile tile in the view with
+// these strides, given all of the view's dims already sorted (SortedDims):
+// the tile dims among them, in that order, and the side's runs. A caller
+// that sizes a tile step by step sorts once and calls it for each step.
+func SideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
+	*b = BoxSide{RunLen: 1, Runs: 1, Step: 1}
+	vol := int64(1)
+	for _, k := range ord {
+		if tile[k] <= 1 {
+			continue
+		}
+		vol *= tile[k]
+		b.Order[b.NDims] = k
+		b.NDims++
+	}
+	if b.NDims == 0 {
+		return
+	}
+	k0 := int(b.Order[0])
+	b.NRun, b.RunLen, b.Step = 1, tile[k0], strides[k0]
+	for i := 1; i < b.NDims; i++ {
+		prev, k := int(b.Order[i-1]), int(b.Order[i])
+		if tile[prev] != shape[prev] || strides[k] != strides[prev]*shape[prev] {
+			break
+		}
+		b.NRun++
+		b.RunLen *= tile[k]
+	}
+	b.Runs = vol / b.RunLen
+}
+
+// BoxRunPitch returns the first step between src run slots in shared
+// memory for runs of runLen elements of item bytes: room for the run's
+// bytes plus the word that a run starting at any address modulo 4 may add,
+// a multiple of 4 whose quarter is odd, so that neighbouring slots start in
+// different banks.
+func BoxRunPitch(runLen, item int64) int64 {
+	p := (runLen*item+3)&^3 + 4
+	if (p/4)%2 == 0 {
+		p += 4
+	}
+	return p
+}
+
+// BoxSrcWeights lays out a box tile's src runs in shared memory: it sets
+// w[k], for each tile dim k of the src side, to the bytes one index step of
+// k moves in shared memory, and returns the bytes the tile's data takes.
+// Within a run elements follow each other (reversed runs: backwards from
+// the run's last slot byte); from run to run the step along the i-th dim
+// outside the runs is U_i + (ss[k]·item mod 4), U_1 = BoxRunPitch and
+// U_{i+1} = t_i·(U_i + 4). A slot's address then equals its src address
+// modulo 4 up to one phase common to the whole tile, so a run moves as the
+// aligned words that cover it, and no two slots' words overlap. ss may be
+// nil for the size alone (the weights then are not set).
+func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 {
+	x := item
+	if src.Step == -1 {
+		x = -item
+	}
+	for i := 0; i < src.NRun; i++ {
+		k := src.Order[i]
+		if w != nil {
+			w[k] = x
+		}
+		x *= tile[k]
+	}
+	u := BoxRunPitch(src.RunLen, item)
+	for i := src.NRun; i < src.NDims; i++ {
+		k := src.Order[i]
+		if w != nil {
+			w[k] = u + ((ss[k]*item)%4+4)%4
+		}
+		u = tile[k] * (u + 4)
+	}
+	return u + 4
+}
+
+// BoxShared is the shared-memory layout of a box tile kernel: the src
+// runs' data from offset 0 (BoxSrcWeights), then each table at its offset,
+// each part 16-byte aligned. The planner sizes tiles by Total; gen packs the
+// offsets into the kernel's argument block.
+type BoxShared struct {
+	G     int64 // each src run's offset in src (idxBytes a run)
+	H     int64 // each dst run's offset in dst (idxBytes a run)
+	A     int64 // each dst run's shared-memory base (4 bytes a run)
+	B     int64 // each dst run element's shared-memory offset (4 bytes an element)
+	Cs    int64 // each src run's ragged coordinates (8 bytes a run)
+	Cd    int64 // each dst run's ragged coordinates (8 bytes a run)
+	S     int64 // each src run's slot (4 bytes a run)
+	Total int64 // bytes in all
+}
+
+// BoxSharedLayout returns the shared-memory layout of a box tile kernel for
+// the tile tile with these sides, elements of item bytes and indices of
+// idxBytes (4 or 8).
+func BoxSharedLayout(src, dst BoxSide, tile []int64, item, idxBytes int64) BoxShared {
+	al := func(x int64) int64 { return (x + 15) &^ 15 }
+	var l BoxShared
+	l.G = al(BoxSrcWeights(&src, nil, tile, item, nil))
+	l.H = l.G + al(src.Runs*idxBytes)
+	l.A = l.H + al(dst.Runs*idxBytes)
+	l.B = l.A + al(dst.Runs*4)
+	l.Cs = l.B + al(dst.RunLen*4)
+	l.Cd = l.Cs + al(src.Runs*8)
+	l.S = l.Cd + al(dst.Runs*8)
+	l.Total = l.S + al(src.Runs*4)
+	return l
+}
+
+// BoxSharedBytes returns the shared memory a box tile kernel needs:
+// BoxSharedLayout's Total.
+func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 {
+	return BoxSharedLayout(src, dst, tile, item, idxBytes).Total
+}
+
+// MaxRagged is the most ragged dims a box tile may have outside a side's
+// runs (the kernel keeps a run's coordinates along them in 16 bits each).
+const MaxRagged = 4
+
+// Ragged reports whether the tile's extent t along a dim of extent n leaves
+// a short last tile.
+func Ragged(n, t int64) bool { return t > 1 && n%t != 0 }
+
+// BoxRagged returns, for one side of a box tile, its ragged dims (tile dims
+// whose extent does not divide the view's, so the last tile along them is
+// short) outside the side's runs, padded with -1, and its last run dim if
+// that is ragged (else -1). ok is false when there are more than MaxRagged
+// such dims (the planner never makes such a tile).
+func BoxRagged(shape, tile []int64, b *BoxSide) (rg [MaxRagged]int, last int, ok bool) {
+	for i := range rg {
+		rg[i] = -1
+	}
+	last = -1
+	if b.NRun > 0 {
+		if k := int(b.Order[b.NRun-1]); Ragged(shape[k], tile[k]) {
+			last = k
+		}
+	}
+	n := 0
+	for i := b.NRun; i < b.NDims; i++ {
+		k := int(b.Order[i])
+		if !Ragged(shape[k], tile[k]) {
+			continue
+		}
+		if n == MaxRagged {
+			return rg, last, false
+		}
+		rg[n] = k
+		n++
+	}
+	return rg, last, true
+}
+
+// BoxGeometry is everything about a box tile that the kernel's arguments
+// derive from, computed once when the plan is made (layout.PlanCopy, into
+// the plan's Box field): the two sides, the shared-memory weights of the
+// src slots, the ragged dims of each side and the shared-memory layout.
+type BoxGeometry struct {
+	Src, Dst BoxSide
+	// W is, for each canonical dim, the shared-memory bytes one index step
+	// moves (BoxSrcWeights; 0 for dims outside the tile).
+	W [MaxBoxNDim]int64
+	// C0 is the shared-memory base of every dst run relative to its slot:
+	// (RunLen-1)·item for reversed src runs, else 0.
+	C0 int64
+	// RaggedSrc, LastSrc, RaggedDst and LastDst are BoxRagged's answers
+	// for each side.
+	RaggedSrc, RaggedDst [MaxRagged]int
+	LastSrc, LastDst     int
+	// Shared is the shared-memory layout (BoxSharedLayout) for the plan's
+	// index width.
+	Shared BoxShared
+}
+
+// Set sets g to the geometry of the box tile tile over a canonical form
+// (shape, dst and src strides in elements of item bytes), for indices of
+// 64 bits if index64, else 32. The tile must have at most MaxRagged ragged
+// dims outside either side's runs (BoxRagged's ok), as the planner's tiles
+// do; else the ragged answers are incomplete.
+func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item int64, index64 bool) {
+	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	g.W = [MaxBoxNDim]int64{}
+	BoxSrcWeights(&g.Src, ss, tile, item, g.W[:len(tile)])
+	g.C0 = 0
+	if g.Src.Step == -1 {
+		g.C0 = (g.Src.RunLen - 1) * item
+	}
+	g.RaggedSrc, g.LastSrc, _ = BoxRagged(shape, tile, &g.Src)
+	g.RaggedDst, g.LastDst, _ = BoxRagged(shape, tile, &g.Dst)
+	idx := int64(4)
+	if index64 {
+		idx = 8
+	}
+	g.Shared = BoxSharedLayout(g.Src, g.Dst, tile, item, idx)
+}
+
+// uabs is |x| as a uint64 (math.MinInt64 included).
+func uabs(x int64) uint64 {
+	if x < 0 {
+		return uint64(-x)
+	}
+	return uint64(x)
+}

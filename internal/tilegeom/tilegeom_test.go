@@ -1,0 +1,245 @@
+package tilegeom
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// TestPropBoxSides checks, for any box tile over a transposing canonical
+// form, that BoxSides describes the tile's elements exactly (every element
+// of a whole tile is in one run of each side, a run's elements are Step
+// apart), that BoxSrcWeights gives the src runs slots whose words neither
+// leave the data bytes nor overlap, that BoxRagged names exactly the
+// ragged dims outside the runs, and that BoxGeometry.Set agrees with them.
+func TestPropBoxSides(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(1, 5).Draw(t, "n")
+		shape := make([]int64, n)
+		for k := range shape {
+			shape[k] = int64(rapid.IntRange(2, 24).Draw(t, "e"))
+		}
+		item := int64(rapid.SampledFrom([]int{1, 2, 3, 4, 8, 12, 16}).Draw(t, "item"))
+		// src: a permutation of a dense layout, maybe with a gap or a
+		// reversed dim; dst dense C (the canonical order).
+		perm := rapid.Permutation([]int{0, 1, 2, 3, 4}[:n]).Draw(t, "perm")
+		ss := make([]int64, n)
+		st := int64(1)
+		step := int64(rapid.SampledFrom([]int{1, 1, 2, -1}).Draw(t, "step"))
+		for i := n - 1; i >= 0; i-- {
+			ss[perm[i]] = st * step
+			st *= shape[perm[i]]
+			step = 1
+		}
+		ds := make([]int64, n)
+		st = 1
+		for k := n - 1; k >= 0; k-- {
+			ds[k] = st
+			st *= shape[k]
+		}
+		// The tile: each extent 1, whole or anything between (whole dims
+		// make runs of several dims), halved until it holds at most 4096
+		// elements.
+		tile := make([]int64, n)
+		vol := int64(1)
+		for k := range tile {
+			switch rapid.IntRange(0, 2).Draw(t, "kind") {
+			case 0:
+				tile[k] = 1
+			case 1:
+				tile[k] = shape[k]
+			default:
+				tile[k] = int64(rapid.Int64Range(1, shape[k]).Draw(t, "t"))
+			}
+			vol *= tile[k]
+		}
+		for vol > 4096 {
+			k := 0
+			for i := range tile {
+				if tile[i] > tile[k] {
+					k = i
+				}
+			}
+			vol = vol / tile[k] * (tile[k] / 2)
+			tile[k] /= 2
+		}
+		src, dst := BoxSides(shape, ds, ss, tile)
+		for _, sd := range []struct {
+			b       BoxSide
+			strides []int64
+		}{{src, ss}, {dst, ds}} {
+			checkSide(t, sd.b, shape, sd.strides, tile, vol)
+			checkRagged(t, sd.b, shape, tile)
+		}
+		checkSlots(t, src, ss, tile, item)
+
+		index64 := rapid.Bool().Draw(t, "index64")
+		var g BoxGeometry
+		g.Set(shape, ds, ss, tile, item, index64)
+		w := make([]int64, n)
+		BoxSrcWeights(&src, ss, tile, item, w)
+		idx := int64(4)
+		if index64 {
+			idx = 8
+		}
+		sl := BoxSharedLayout(src, dst, tile, item, idx)
+		if g.Src != src || g.Dst != dst || !slices.Equal(g.W[:n], w) || g.Shared != sl || sl.Total != BoxSharedBytes(src, dst, tile, item, idx) {
+			t.Fatalf("geometry %+v for sides %+v / %+v, weights %v, shared %+v", g, src, dst, w, sl)
+		}
+		if c0 := (src.RunLen - 1) * item; src.Step == -1 && g.C0 != c0 || src.Step != -1 && g.C0 != 0 {
+			t.Fatalf("c0 %d for src runs of %d, step %d", g.C0, src.RunLen, src.Step)
+		}
+		for k, x := range g.W[n:] {
+			if x != 0 {
+				t.Fatalf("weight %d of dim %d outside the form", x, n+k)
+			}
+		}
+	})
+}
+
+// checkRagged checks BoxRagged against the tile dims outside the side's
+// runs whose extent does not divide the dim's, and its last run dim.
+func checkRagged(t *rapid.T, b BoxSide, shape, tile []int64) {
+	var want []int
+	for i := b.NRun; i < b.NDims; i++ {
+		if k := int(b.Order[i]); shape[k]%tile[k] != 0 {
+			want = append(want, k)
+		}
+	}
+	rg, last, ok := BoxRagged(shape, tile, &b)
+	if ok != (len(want) <= MaxRagged) {
+		t.Fatalf("ragged dims %v: ok %v", want, ok)
+	}
+	if ok {
+		got := slices.DeleteFunc(slices.Clone(rg[:]), func(k int) bool { return k < 0 })
+		if !slices.Equal(got, want) || len(want) < MaxRagged && rg[len(want)] != -1 {
+			t.Fatalf("ragged dims %v, want %v", rg, want)
+		}
+	}
+	wantLast := -1
+	if b.NRun > 0 {
+		if k := int(b.Order[b.NRun-1]); shape[k]%tile[k] != 0 {
+			wantLast = k
+		}
+	}
+	if last != wantLast {
+		t.Fatalf("last ragged run dim %d, want %d (side %+v, tile %v)", last, wantLast, b, tile)
+	}
+}
+
+// checkSlots checks BoxSrcWeights' shared-memory layout of the src runs:
+// every run's slot address minus its src address is the same modulo 4 (so
+// one phase per tile aligns them all), and for each of the four phases the
+// aligned words that cover a contiguous run (the bytes of a strided one) lie
+// within the data bytes and overlap no other run's.
+func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
+	w := make([]int64, len(tile))
+	data := BoxSrcWeights(&src, ss, tile, item, w)
+	if d2 := BoxSrcWeights(&src, nil, tile, item, nil); d2 != data {
+		t.Fatalf("data bytes %d with strides, %d without", data, d2)
+	}
+	contig := src.Step == 1 || src.Step == -1
+	type span struct{ lo, hi int64 }
+	var spans [4][]span
+	phase := int64(-1)
+	for r := int64(0); r < src.Runs; r++ {
+		x := r
+		slot, addr := int64(0), int64(0)
+		for i := src.NRun; i < src.NDims; i++ {
+			k := src.Order[i]
+			c := x % tile[k]
+			x /= tile[k]
+			slot += c * w[k]
+			addr += c * ss[k] * item
+		}
+		if src.Step == -1 {
+			addr -= (src.RunLen - 1) * item // the run's lowest byte
+		}
+		if ph := ((slot-addr)%4 + 4) % 4; phase < 0 {
+			phase = ph
+		} else if ph != phase {
+			t.Fatalf("run %d: slot %d, src byte %d: phase %d, run 0's %d (weights %v)", r, slot, addr, ph, phase, w)
+		}
+		for ph := int64(0); ph < 4; ph++ {
+			lo, hi := slot+ph, slot+ph+src.RunLen*item
+			if contig {
+				lo, hi = lo&^3, (hi+3)&^3
+			}
+			if lo < 0 || hi > data {
+				t.Fatalf("run %d at phase %d: bytes [%d, %d) outside the %d data bytes", r, ph, lo, hi, data)
+			}
+			spans[ph] = append(spans[ph], span{lo, hi})
+		}
+	}
+	for ph := range spans {
+		s := spans[ph]
+		slices.SortFunc(s, func(a, b span) int { return cmp.Compare(a.lo, b.lo) })
+		for i := 1; i < len(s); i++ {
+			if s[i].lo < s[i-1].hi {
+				t.Fatalf("phase %d: runs' words [%d, %d) and [%d, %d) overlap (weights %v, tile %v)", ph, s[i-1].lo, s[i-1].hi, s[i].lo, s[i].hi, w, tile)
+			}
+		}
+	}
+}
+
+// checkSide enumerates a whole tile (at the origin) through the side's run
+// structure and checks it visits each element once, with run elements Step
+// apart in memory.
+func checkSide(t *rapid.T, b BoxSide, shape, strides, tile []int64, vol int64) {
+	if b.RunLen*b.Runs != vol {
+		t.Fatalf("runs %d × %d for a tile of %d", b.Runs, b.RunLen, vol)
+	}
+	seen := map[string]bool{}
+	coord := make([]int64, len(shape))
+	for r := int64(0); r < b.Runs; r++ {
+		// run index over Order[NRun:], first fastest
+		x := r
+		for i := b.NRun; i < b.NDims; i++ {
+			k := b.Order[i]
+			coord[k] = x % tile[k]
+			x /= tile[k]
+		}
+		var first int64
+		for e := int64(0); e < b.RunLen; e++ {
+			y := e
+			for i := 0; i < b.NRun; i++ {
+				k := b.Order[i]
+				coord[k] = y % tile[k]
+				y /= tile[k]
+			}
+			off := int64(0)
+			for k := range coord {
+				off += coord[k] * strides[k]
+			}
+			if e == 0 {
+				first = off
+			} else if off != first+e*b.Step {
+				t.Fatalf("run %d element %d at %d, want %d + %d·%d (tile %v strides %v)", r, e, off, first, e, b.Step, tile, strides)
+			}
+			key := fmt.Sprint(coord)
+			if seen[key] {
+				t.Fatalf("element %v twice", coord)
+			}
+			seen[key] = true
+		}
+	}
+}
+
+// TestTileEdges checks the vector tile's edges for every element and
+// vector width a ClassTile plan may have: powers of two, multiples of the
+// vector, at most 128.
+func TestTileEdges(t *testing.T) {
+	for item := 1; item <= 16; item *= 2 {
+		for vec := 1; vec*item <= 16; vec *= 2 {
+			r, c := TileEdges(item, vec)
+			for _, e := range []int{r, c} {
+				if e&(e-1) != 0 || e%vec != 0 || e < 32 || e > 128 {
+					t.Errorf("TileEdges(%d, %d) = %d, %d", item, vec, r, c)
+				}
+			}
+		}
+	}
+}
