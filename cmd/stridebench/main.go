@@ -246,6 +246,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stridekit/stridekit/internal/meminfo"
 )
 
 func main() {
@@ -807,25 +809,7 @@ func writeFiles(f *runFlags, rep *report) error {
 
 // hostMemory returns the machine's physical memory in bytes, 0 when it is
 // not known; tests replace it.
-var hostMemory = physicalMemory
-
-// physicalMemory returns MemTotal of /proc/meminfo in bytes, 0 where there
-// is none (not Linux) or it cannot be read.
-func physicalMemory() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
-		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 && kb < 1<<53 {
-				return kb << 10
-			}
-		}
-	}
-	return 0
-}
+var hostMemory = func() int64 { return int64(min(meminfo.Total(), 1<<62)) }
 
 // hostBytes is about the host memory a case takes: the copies the check
 // keeps (the source array, the reference destination and a window of the

@@ -129,8 +129,8 @@ func TestHostMemoryLimit(t *testing.T) {
 	if ps[0].Err != nil {
 		t.Errorf("unknown memory: %v", ps[0].Err)
 	}
-	if m := physicalMemory(); m < 0 {
-		t.Errorf("physicalMemory() = %d", m)
+	if m := hostMemory(); m < 0 {
+		t.Errorf("hostMemory() = %d", m)
 	}
 }
 

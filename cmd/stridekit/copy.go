@@ -7,12 +7,11 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/stridekit/stridekit/internal/meminfo"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/memview"
@@ -139,7 +138,7 @@ var getDevice = cuda.GetDevice
 
 // hostMemory returns the machine's physical memory in bytes, 0 when it is
 // not known; tests replace it.
-var hostMemory = physicalMemory
+var hostMemory = func() int64 { return int64(min(meminfo.Total(), 1<<62)) }
 
 // fitsHost checks that the host buffers of the copy (two matrices) fit in
 // half of the physical memory, where that is known.
@@ -164,24 +163,6 @@ func fitsDevice(c *copyConfig, total int64, name string) error {
 		return usagef("-n %d -dtype %v: the copy needs %s on the device (two %s matrices), more than the %s of %s", c.n, c.dtype, sizeText(need), sizeText(c.bytes), sizeText(total), name)
 	}
 	return nil
-}
-
-// physicalMemory returns MemTotal of /proc/meminfo in bytes, 0 where there
-// is none (not Linux) or it cannot be read.
-func physicalMemory() int64 {
-	data, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
-		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
-			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 && kb < math.MaxInt64/1024 {
-				return kb * 1024
-			}
-		}
-	}
-	return 0
 }
 
 // oneLine joins the lines of an error message with spaces.

@@ -119,8 +119,8 @@ func TestCopyHostMemory(t *testing.T) {
 	if st != 2 || !strings.Contains(errb.String(), "-n 4096 -dtype float32: the copy needs 128 MiB of host memory (two 64 MiB matrices), more than half of this machine's 64 MiB") {
 		t.Errorf("status %d, stdout %q, stderr %q", st, out.String(), errb.String())
 	}
-	if m := physicalMemory(); m < 0 {
-		t.Errorf("physicalMemory() = %d", m)
+	if m := hostMemory(); m < 0 {
+		t.Errorf("hostMemory() = %d", m)
 	}
 }
 

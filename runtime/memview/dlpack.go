@@ -3,16 +3,14 @@ package memview
 import (
 	"fmt"
 	"math"
-	"os"
 	"reflect"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/meminfo"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/dlpack"
@@ -406,36 +404,11 @@ func checkHostAlloc(n int64, src *StridedMemoryView) error {
 		return fmt.Errorf("%w: host copy of %v needs %d bytes, over the Go memory limit of %d bytes", ErrTooLarge, src, n, lim)
 	}
 	if n > 64<<20 {
-		if avail, ok := memAvailable(); ok && uint64(n) > avail {
+		if avail := meminfo.Available(); avail > 0 && uint64(n) > avail {
 			return fmt.Errorf("%w: host copy of %v needs %d bytes, over the %d bytes of memory available (MemAvailable)", ErrTooLarge, src, n, avail)
 		}
 	}
 	return nil
-}
-
-// memAvailable returns MemAvailable of /proc/meminfo in bytes, and false
-// where there is none (not Linux, or not readable).
-func memAvailable() (uint64, bool) {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0, false
-	}
-	for line := range strings.Lines(string(b)) {
-		rest, ok := strings.CutPrefix(line, "MemAvailable:")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, false
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil || kb > math.MaxUint64/1024 {
-			return 0, false
-		}
-		return kb * 1024, true
-	}
-	return 0, false
 }
 
 // order makes the work queued on producer so far visible on consumer: an
