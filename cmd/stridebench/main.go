@@ -546,32 +546,20 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.device, f.ordinal, err = parseDevice(f.device, true); err != nil {
 		return nil, err
 	}
-	if f.reps < minReps {
-		return nil, usageErr("-reps %d: must be at least %d", f.reps, minReps)
-	}
-	if f.reps > maxReps {
-		return nil, usageErr("-reps %d: must be at most %d", f.reps, maxReps)
-	}
-	if f.warmup < 1 || f.warmup > maxWarmup {
-		return nil, usageErr("-warmup %d: must be in 1..%d", f.warmup, maxWarmup)
-	}
-	if f.latency < 0 || f.latency > maxLatency {
-		return nil, usageErr("-latency-iters %d: must be in 0..%d", f.latency, maxLatency)
-	}
-	if f.random < 0 {
-		return nil, usageErr("-random %d: must not be negative", f.random)
-	}
-	if f.random > maxRandom {
-		return nil, usageErr("-random %d: must be at most %d", f.random, maxRandom)
+	for _, c := range []flagRange{
+		{"-reps", f.reps, minReps, maxReps}, {"-warmup", f.warmup, 1, maxWarmup},
+		{"-latency-iters", f.latency, 0, maxLatency}, {"-random", f.random, 0, maxRandom},
+		{"-slowest", f.slowest, 0, maxRandom},
+	} {
+		if err := c.check(); err != nil {
+			return nil, err
+		}
 	}
 	if f.random > 0 && f.randomBytes < 1 {
 		return nil, usageErr("-random-bytes %d: must be positive", f.randomBytes)
 	}
 	if f.randomBytes > maxRandomBytes {
 		return nil, usageErr("-random-bytes %s: must be at most %s", sizeString(f.randomBytes), sizeString(maxRandomBytes))
-	}
-	if f.slowest < 0 || f.slowest > maxRandom {
-		return nil, usageErr("-slowest %d: must be in 0..%d", f.slowest, maxRandom)
 	}
 	if f.chartPath != "" && !chartExt(f.chartPath) {
 		return nil, usageErr("-chart %q: the file name must end in .png or .svg", f.chartPath)
@@ -837,4 +825,19 @@ func limitHostMemory(ps []prepared, device string, mem int64) {
 			ps[i].Err = fmt.Errorf("%w: %s: its host buffers take %s with -device %s, more than half of this machine's %s of memory", errCase, p.Case.where(), humanSize(n), device, humanSize(mem))
 		}
 	}
+}
+
+// flagRange is an integer flag's value and the range it must lie in.
+type flagRange struct {
+	name        string
+	v, min, max int
+}
+
+// check returns a usage error naming the flag and its value when the value
+// is outside its range.
+func (r flagRange) check() error {
+	if r.v < r.min || r.v > r.max {
+		return usageErr("%s %d: must be in %d..%d", r.name, r.v, r.min, r.max)
+	}
+	return nil
 }

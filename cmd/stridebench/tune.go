@@ -138,17 +138,13 @@ func parseTuneFlags(args []string, stderr io.Writer) (*tuneFlags, error) {
 	if f.bytes > maxTuneBytes {
 		return nil, usageErr("-bytes %s: must be at most %s", sizeString(f.bytes), sizeString(maxTuneBytes))
 	}
-	if f.reps < minTuneReps {
-		return nil, usageErr("-reps %d: must be at least %d", f.reps, minTuneReps)
-	}
-	if f.reps > maxTuneReps {
-		return nil, usageErr("-reps %d: must be at most %d", f.reps, maxTuneReps)
-	}
-	if f.warmup < 1 || f.warmup > maxTuneWarmup {
-		return nil, usageErr("-warmup %d: must be in 1..%d", f.warmup, maxTuneWarmup)
-	}
-	if f.rounds < 1 || f.rounds > maxTuneRounds {
-		return nil, usageErr("-rounds %d: must be in 1..%d", f.rounds, maxTuneRounds)
+	for _, c := range []flagRange{
+		{"-reps", f.reps, minTuneReps, maxTuneReps}, {"-warmup", f.warmup, 1, maxTuneWarmup},
+		{"-rounds", f.rounds, 1, maxTuneRounds},
+	} {
+		if err := c.check(); err != nil {
+			return nil, err
+		}
 	}
 	familyRE, err := regexp.Compile(*family)
 	if err != nil {

@@ -464,7 +464,7 @@ func TestTuneCmdFailures(t *testing.T) {
 		{[]string{"-device", "cpu"}, `-device "cpu": want gpu or gpu:N`},
 		{[]string{"-device", "gpu:-1"}, `-device "gpu:-1"`},
 		{[]string{"-budget", "0s"}, "-budget 0s"},
-		{[]string{"-reps", "9"}, "-reps 9: must be at least 10"},
+		{[]string{"-reps", "9"}, "-reps 9: must be in 10..10000"},
 		{[]string{"-warmup", "0"}, "-warmup 0"},
 		{[]string{"-rounds", "0"}, "-rounds 0"},
 		{[]string{"-bytes", "100"}, "-bytes 100"},
@@ -618,7 +618,7 @@ func TestTuneFlagLimits(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"-reps", "9000000000000000000"}, "-reps 9000000000000000000: must be at most 10000"},
+		{[]string{"-reps", "9000000000000000000"}, "-reps 9000000000000000000: must be in 10..10000"},
 		{[]string{"-warmup", "10001"}, "-warmup 10001: must be in 1..10000"},
 		{[]string{"-rounds", "1000000"}, "-rounds 1000000: must be in 1..100"},
 		{[]string{"-bytes", "1024GiB"}, "-bytes 1024 GiB: must be at most 16 GiB"},

@@ -38,7 +38,7 @@ func dispatchCases(tb testing.TB, dev *cuda.Device, s *cuda.Stream) []dispatchCa
 		if err != nil {
 			tb.Fatal(err)
 		}
-		whole, err := FromBuffer(buf, mustDense(tb, 1<<20), layout.Uint8)
+		whole, err := FromBuffer(buf, bytesLayout(1<<20), layout.Uint8)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -57,14 +57,6 @@ func dispatchCases(tb testing.TB, dev *cuda.Device, s *cuda.Stream) []dispatchCa
 		{"bcast-f32-row", layout.ClassBroadcast, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 1}, 4)},
 		{"fill-f32", layout.ClassFill, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 0}, 4)},
 	}
-}
-
-func mustDense(tb testing.TB, n int64) layout.Layout {
-	l, err := layout.Dense([]int64{n}, 1, layout.C)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return l
 }
 
 // benchDispatch times, for each case, the copy function prepare returns
