@@ -69,3 +69,24 @@ func TestArgDecl(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestMaxArgsSize: MaxArgsSize(nd) holds the argument block of every kernel
+// class of every rank up to nd (kernels.Bind packs into room it sets aside
+// with it before it knows the plan).
+func TestMaxArgsSize(t *testing.T) {
+	classes := []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile}
+	for nd := 1; nd <= MaxNDim+2; nd++ {
+		room := MaxArgsSize(nd)
+		for r := 1; r <= nd; r++ {
+			for _, c := range classes {
+				if c == layout.ClassBoxTile && r > layout.MaxBoxNDim {
+					continue
+				}
+				sig := layout.Signature{Class: c, NDim: uint8(r), Itemsize: 4}
+				if got := ArgsSize(sig); got > room {
+					t.Errorf("ArgsSize(%v, rank %d) = %d > MaxArgsSize(%d) = %d", c, r, got, nd, room)
+				}
+			}
+		}
+	}
+}

@@ -133,6 +133,18 @@ func ArgsSize(sig layout.Signature) int {
 	return argsSize(argSpec(sig.Class), nd)
 }
 
+// MaxArgsSize returns the largest argument block (ArgsSize) of any kernel of
+// canonical rank up to nd: room a caller can set aside for Pack before it
+// knows the plan's class and rank.
+func MaxArgsSize(nd int) int {
+	nd = max(nd, 0)
+	rows := argsSize(rowsArgs, nd)
+	if nd < len(rowsSizes) {
+		rows = rowsSizes[nd]
+	}
+	return max(rows, boxSizes[min(nd, len(boxSizes)-1)])
+}
+
 // The argument block sizes by canonical rank, computed once.
 var rowsSizes, boxSizes = sizesOf(rowsArgs, MaxNDim), sizesOf(boxArgs, layout.MaxBoxNDim)
 

@@ -58,11 +58,12 @@ func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bo
 // fewer for callers that keep a Bound inside a value of their own).
 func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) error {
 	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
-	// The plan's slices in one allocation (a canonical form has at most one
-	// dim more than dst: an item split into 16-byte elements).
+	// The plan's slices and the argument block in one allocation (a
+	// canonical form has at most one dim more than dst: an item split into
+	// 16-byte elements).
 	n := dst.NDim() + 1
-	sl := make([]int64, 4*n)
-	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n]
+	sl := make([]int64, 4*n+(gen.MaxArgsSize(n)+7)/8)
+	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n:4*n]
 	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
 		return err
 	}
@@ -72,15 +73,16 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 	if c := b.Plan.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
 		return nil
 	}
+	args := unsafe.Slice((*byte)(unsafe.Pointer(&sl[4*n])), 8*(len(sl)-4*n))
 	if fn, k, ok := jit.Default.Loaded(dev, b.Plan.Sig); ok {
 		b.fn.Store(&fn) // the usual case: a new pair of a loaded kernel
-		return b.pack(dev, k.Name, k.Knobs)
+		return b.pack(dev, k.Name, k.Knobs, args)
 	}
 	k, err := jit.For(b.Plan.Sig, dev.Arch())
 	if err != nil {
 		return err
 	}
-	return b.pack(dev, k.Name, k.Knobs)
+	return b.pack(dev, k.Name, k.Knobs, args)
 }
 
 // BindPlan binds plan p to a kernel the caller loaded itself: fn, named
@@ -88,18 +90,23 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 func BindPlan(p *layout.Plan, fn cuda.Function, name string, k gen.Knobs) (*Bound, error) {
 	b := &Bound{Plan: *p, DstAlign: 16, SrcAlign: 16, dev: fn.Device()}
 	b.fn.Store(&fn)
-	return b, b.pack(fn.Device(), name, k)
+	return b, b.pack(fn.Device(), name, k, nil)
 }
 
 // pack fills the kernel's part of b for a kernel named name, rendered with
-// knobs k, on dev.
-func (b *Bound) pack(dev *cuda.Device, name string, k gen.Knobs) error {
+// knobs k, on dev, packing the arguments into buf when it has room (else
+// into a new slice).
+func (b *Bound) pack(dev *cuda.Device, name string, k gen.Knobs, buf []byte) error {
 	sm := 0
 	if b.Plan.Sig.Class == layout.ClassBoxTile {
 		sm = dev.SMCount()
 	}
 	b.Kernel, b.Knobs = name, k
-	b.Args = make([]byte, gen.ArgsSize(b.Plan.Sig))
+	size := gen.ArgsSize(b.Plan.Sig)
+	if len(buf) < size {
+		buf = make([]byte, size)
+	}
+	b.Args = buf[:size:size]
 	l, err := gen.Pack(b.Plan.Sig, k, &b.Plan, sm, b.Args)
 	b.Launch = l
 	return err

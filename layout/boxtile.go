@@ -92,7 +92,9 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	// At most tilegeom.MaxRagged ragged dims outside either side's runs: cut the
 	// others to a divisor of their extent.
 	for {
-		src, dst := tilegeom.BoxSides(shape, ds, ss, out)
+		var src, dst tilegeom.BoxSide
+		tilegeom.SideFromOrder(&src, c.sDims, shape, ss, out)
+		tilegeom.SideFromOrder(&dst, c.dDims, shape, ds, out)
 		_, _, okS := tilegeom.BoxRagged(shape, out, &src)
 		_, _, okD := tilegeom.BoxRagged(shape, out, &dst)
 		if okS && okD {

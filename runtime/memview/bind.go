@@ -3,7 +3,6 @@ package memview
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -46,18 +45,16 @@ type bindKey struct {
 	dstAlign, srcAlign uint8
 }
 
-// maxBindings bounds the binding cache; past it, an arbitrary binding is
-// dropped for each new one (a program that copies more distinct pairs than
-// this re-plans some of them, nothing worse).
+// maxBindings bounds the binding cache: it has this many slots, in sets
+// of two. A program that copies more distinct pairs than this (or several
+// pairs whose keys fall in one set) re-plans some of them, nothing worse.
 const maxBindings = 4096
 
-// bindings is the process's binding cache, safe for concurrent use: a
-// sync.Map (bindKey.sum → *binding), whose loads take no lock, and the
-// number of entries in it.
-var bindings struct {
-	m sync.Map
-	n atomic.Int64
-}
+// bindings is the process's binding cache, safe for concurrent use: slots
+// of atomic pointers, a key's binding in one of the two slots of the set
+// its sum picks (the newest in the first). A lookup is one or two atomic
+// loads and a store allocates nothing.
+var bindings [maxBindings]atomic.Pointer[binding]
 
 // keyOf returns the binding key of a copy from src into dst on path p, with
 // the device copy planned for lowest bytes aligned to dstAlign and
@@ -72,15 +69,17 @@ func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) bindKey 
 	return bindKey{dev: dev, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
 }
 
+// setOf returns the first slot of the set of key sum s.
+func setOf(s uint64) int { return int(s%(maxBindings/2)) * 2 }
+
 // lookup returns the cached binding of key for the two views' layouts, or
 // nil.
 func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
-	v, ok := bindings.m.Load(key.sum())
-	if !ok {
-		return nil
-	}
-	if b := v.(*binding); b.key == key && b.dst.Equal(dst.l) && b.src.Equal(src.l) {
-		return b
+	i := setOf(key.sum())
+	for j := i; j < i+2; j++ {
+		if b := bindings[j].Load(); b != nil && b.key == key && b.dst.Equal(dst.l) && b.src.Equal(src.l) {
+			return b
+		}
 	}
 	return nil
 }
@@ -94,31 +93,32 @@ func (k bindKey) sum() uint64 {
 	return h ^ h>>32
 }
 
-// store adds b to the cache, first dropping an arbitrary binding when the
-// cache is full (the count may pass maxBindings by the number of
-// goroutines storing at once, no more).
+// store adds b to the cache: into the first slot of its set, the binding
+// there moving to the second (whose binding is dropped). Two stores racing
+// on one set may drop a binding early; its pair is planned again.
 func store(b *binding) {
-	if bindings.n.Load() >= maxBindings {
-		bindings.m.Range(func(k, _ any) bool {
-			if _, ok := bindings.m.LoadAndDelete(k); ok {
-				bindings.n.Add(-1)
-			}
-			return false
-		})
+	i := setOf(b.key.sum())
+	if old := bindings[i].Swap(b); old != nil && old.key.sum() != b.key.sum() {
+		bindings[i+1].Store(old)
 	}
-	if _, loaded := bindings.m.Swap(b.key.sum(), b); !loaded {
-		bindings.n.Add(1)
+}
+
+// drop removes the binding of key from the cache, if any (benchmarks of
+// the first copy of a pair).
+func drop(key bindKey) {
+	i := setOf(key.sum())
+	for j := i; j < i+2; j++ {
+		if b := bindings[j].Load(); b != nil && b.key == key {
+			bindings[j].CompareAndSwap(b, nil)
+		}
 	}
 }
 
 // forget drops every cached binding (tests).
 func forget() {
-	bindings.m.Range(func(k, _ any) bool {
-		if _, ok := bindings.m.LoadAndDelete(k); ok {
-			bindings.n.Add(-1)
-		}
-		return true
-	})
+	for i := range bindings {
+		bindings[i].Store(nil)
+	}
 }
 
 // bindingFor returns the binding of a copy from src into dst on path p

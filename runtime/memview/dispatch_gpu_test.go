@@ -115,15 +115,22 @@ func BenchmarkBoundCopy(b *testing.B) {
 }
 
 // BenchmarkFirstCopy is the first copy of a pair whose kernel is loaded:
-// the binding cache (of one binding) is emptied before each copy, so every
+// the pair's binding is dropped from the cache before each copy, so every
 // copy plans, packs and caches its binding.
 func BenchmarkFirstCopy(b *testing.B) {
 	benchDispatch(b, func(c dispatchCase) (func(*cuda.Stream) error, error) {
-		return func(s *cuda.Stream) error {
-			forget()
-			return c.dst.CopyFrom(c.src, s)
-		}, nil
+		return func(s *cuda.Stream) error { return firstCopy(c, s) }, nil
 	})
+}
+
+// firstCopy drops the binding of c's pair from the cache (the cost of a
+// lookup) and copies it: the first copy of a new pair whose kernel is
+// loaded.
+func firstCopy(c dispatchCase, s *cuda.Stream) error {
+	p, _ := route(c.dst, c.src)
+	da, sa := aligns(c.dst, c.src, p)
+	drop(keyOf(c.dst, c.src, p, da, sa))
+	return c.dst.CopyFrom(c.src, s)
 }
 
 // BenchmarkFloor is cuda.Launch of each case's kernel with its bound
@@ -149,12 +156,13 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkDispatchOverFloor alternates, within one timed loop, blocks of
-// 256 repeated CopyFrom calls, of 256 held BoundCopy copies and of 256 bare
-// launches of the same kernel (BenchmarkFloor's), synchronising between
-// blocks and timing each block alone, so that slow drift of the driver's
-// launch cost falls on all alike. It reports the host ns of each (copy-ns,
-// bound-ns, floor-ns) and what CopyFrom and a held BoundCopy add to the
-// launch (over-ns, bound-over-ns).
+// 256 repeated CopyFrom calls, of 256 held BoundCopy copies, of 256 first
+// copies (BenchmarkFirstCopy's) and of 256 bare launches of the same
+// kernel (BenchmarkFloor's), synchronising between blocks and timing each
+// block alone, so that slow drift of the driver's launch cost falls on all
+// alike. It reports the host ns of each (copy-ns, bound-ns, first-ns,
+// floor-ns) and what each adds to the launch (over-ns, bound-over-ns,
+// first-over-ns). Allocations are those of all four together.
 func BenchmarkDispatchOverFloor(b *testing.B) {
 	dev := testenv.NeedGPU(b)
 	s := testenv.NewStream(b, dev)
@@ -177,7 +185,8 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 			}
 			copy := func() error { return c.dst.CopyFrom(c.src, s) }
 			bound := func() error { return bc.Copy(s) }
-			var tc, tb, tf time.Duration
+			first := func() error { return firstCopy(c, s) }
+			var tc, tb, t1, tf time.Duration
 			n := 0
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -185,7 +194,7 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 				for _, x := range []struct {
 					f func() error
 					t *time.Duration
-				}{{copy, &tc}, {bound, &tb}, {floor, &tf}} {
+				}{{copy, &tc}, {bound, &tb}, {first, &t1}, {floor, &tf}} {
 					if err := s.Synchronize(); err != nil {
 						b.Fatal(err)
 					}
@@ -204,9 +213,11 @@ func BenchmarkDispatchOverFloor(b *testing.B) {
 			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(n) }
 			b.ReportMetric(per(tc), "copy-ns")
 			b.ReportMetric(per(tb), "bound-ns")
+			b.ReportMetric(per(t1), "first-ns")
 			b.ReportMetric(per(tf), "floor-ns")
 			b.ReportMetric(per(tc-tf), "over-ns")
 			b.ReportMetric(per(tb-tf), "bound-over-ns")
+			b.ReportMetric(per(t1-tf), "first-over-ns")
 		})
 	}
 }
