@@ -145,3 +145,42 @@ func BenchmarkFill(b *testing.B) {
 	dl := must(b, []int64{16384, 16384}, nil, 4)
 	benchCopy(b, dl, sl)
 }
+
+// BenchmarkBind is the host work of the first copy of a new pair whose
+// kernel is loaded, without memview: Bind's plan, kernel lookup and
+// packing, for a tile and a box-tile case (memview's dispatch cases).
+func BenchmarkBind(b *testing.B) {
+	dev := testenv.NeedGPU(b)
+	for _, c := range []struct {
+		name      string
+		shape, ss []int64
+		item      int
+	}{
+		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4},
+		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dl, err := layout.New(c.shape, nil, c.item)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sl, err := layout.New(c.shape, c.ss, c.item)
+			if err != nil {
+				b.Fatal(err)
+			}
+			k, err := Bind(dev, dl, sl, 16, 16)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := k.Function(); err != nil { // loaded: Bind finds it
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Bind(dev, dl, sl, 16, 16); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

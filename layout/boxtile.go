@@ -149,12 +149,9 @@ type tileChooser struct {
 }
 
 // sharedBytes is the shared memory of the tile so far
-// (tilegeom.BoxSharedBytes).
+// (tilegeom.BoxSharedBytesSorted).
 func (c *tileChooser) sharedBytes() int64 {
-	var src, dst tilegeom.BoxSide
-	tilegeom.SideFromOrder(&src, c.sDims, c.shape, c.ss, c.t)
-	tilegeom.SideFromOrder(&dst, c.dDims, c.shape, c.ds, c.t)
-	return tilegeom.BoxSharedBytes(src, dst, c.t, c.item, 8)
+	return tilegeom.BoxSharedBytesSorted(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item)
 }
 
 // runLen returns the elements of the run of the side whose dims by

@@ -220,6 +220,49 @@ func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 
 	return BoxSharedLayout(src, dst, tile, item, idxBytes).Total
 }
 
+// BoxSharedBytesSorted is BoxSharedBytes of the tile tile for idxBytes of 8,
+// from both views' dims already sorted by |stride| (SortedDims of ss and
+// ds) rather than from their sides: one pass over each view's dims, for
+// the planner, which sizes a tile by trying extents one after another.
+func BoxSharedBytesSorted(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item int64) int64 {
+	al := func(x int64) int64 { return (x + 15) &^ 15 }
+	_, sRuns, g := sideSize(sOrd, shape, ss, tile, item)
+	dLen, dRuns, _ := sideSize(dOrd, shape, ds, tile, item)
+	return al(g) + al(sRuns*8) + al(dRuns*8) + al(dRuns*4) + al(dLen*4) + al(sRuns*8) + al(dRuns*8) + al(sRuns*4)
+}
+
+// sideSize returns, for the side of the tile in the view whose dims by
+// |stride| are ord, its run length and runs (SideFromOrder's RunLen and
+// Runs) and the bytes its src slots take (BoxSrcWeights's result, were it
+// the src side).
+func sideSize(ord []int8, shape, strides, tile []int64, item int64) (runLen, runs, g int64) {
+	runLen, runs = 1, 1
+	prev, inRun := -1, true
+	var u int64
+	for _, k8 := range ord {
+		k := int(k8)
+		t := tile[k]
+		if t <= 1 {
+			continue
+		}
+		if inRun {
+			if prev < 0 || (tile[prev] == shape[prev] && strides[k] == strides[prev]*shape[prev]) {
+				runLen *= t
+				prev = k
+				continue
+			}
+			inRun = false
+			u = BoxRunPitch(runLen, item)
+		}
+		runs *= t
+		u = t * (u + 4)
+	}
+	if inRun {
+		u = BoxRunPitch(runLen, item)
+	}
+	return runLen, runs, u + 4
+}
+
 // MaxRagged is the most ragged dims a box tile may have outside a side's
 // runs (the kernel keeps a run's coordinates along them in 16 bits each).
 const MaxRagged = 4

@@ -14,7 +14,8 @@ import (
 // of a whole tile is in one run of each side, a run's elements are Step
 // apart), that BoxSrcWeights gives the src runs slots whose words neither
 // leave the data bytes nor overlap, that BoxRagged names exactly the
-// ragged dims outside the runs, and that BoxGeometry.Set agrees with them.
+// ragged dims outside the runs, that BoxSharedBytesSorted agrees with
+// BoxSharedBytes, and that BoxGeometry.Set agrees with them.
 func TestPropBoxSides(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(1, 5).Draw(t, "n")
@@ -75,6 +76,11 @@ func TestPropBoxSides(t *testing.T) {
 			checkRagged(t, sd.b, shape, tile)
 		}
 		checkSlots(t, src, ss, tile, item)
+		var so, do [MaxBoxNDim]int8
+		want := BoxSharedBytes(src, dst, tile, item, 8)
+		if got := BoxSharedBytesSorted(SortedDims(so[:0], ss), SortedDims(do[:0], ds), shape, ds, ss, tile, item); got != want {
+			t.Fatalf("BoxSharedBytesSorted = %d, BoxSharedBytes = %d", got, want)
+		}
 
 		index64 := rapid.Bool().Draw(t, "index64")
 		var g BoxGeometry
