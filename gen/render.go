@@ -314,6 +314,10 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.HasSrc, true
 	case "Args":
 		return d.Args, true
+	case "AParam":
+		return d.AParam, true
+	case "Const":
+		return d.Const, true
 	case "NT":
 		return d.NT, true
 	case "TR":

@@ -30,6 +30,8 @@ type kernelData struct {
 	HasSrc  bool   // the kernel reads src per element (not fill)
 	NT      int    // threads per block
 	Args    string // the CUDA declaration of the argument block A (argDecl)
+	AParam  string // the kernel's name for its argument block parameter: "a", or "a_" when specialised
+	Const   string // specialised: the initializer of the constant argument block a (argInit); "" otherwise
 
 	// ClassTile
 	TR, TC, SWM int
@@ -113,7 +115,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		Align: vb & -vb, Words: vb%4 == 0, G: s & -s,
 		Idx: "int", UIdx: "unsigned int", HasSrc: sig.Class != layout.ClassFill, NT: k.Threads,
 		R: rowsPerThread(sig, k), XU: colsPerThread(sig),
-		Args: argDecl(argSpec(sig.Class), int(sig.NDim)),
+		Args: argDecl(argSpec(sig.Class), int(sig.NDim)), AParam: "a",
 	}
 	d.NS = "ns_" + d.Name
 	d.Align = min(d.Align, 16)

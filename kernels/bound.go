@@ -13,10 +13,12 @@ import (
 
 // Bound is a device copy between two layouts, derived once: what Bind
 // computed from the layouts, the pointers' alignment and the device, so
-// that Enqueue only queues the work. It is immutable and safe for
-// concurrent use; any number of copies between views of these layouts
-// (and at least these alignments) on this device may enqueue it, each with
-// its own pointers.
+// that Enqueue only queues the work. It is safe for concurrent use; any
+// number of copies between views of these layouts (and at least these
+// alignments) on this device may enqueue it, each with its own pointers.
+// Its fields do not change; the kernel it launches may, once, from the
+// generic kernel to one specialised to its plan (Specialise), which copies
+// the same bytes with the same launch and arguments.
 type Bound struct {
 	// Plan is the copy's plan: its signature names the kernel.
 	Plan layout.Plan
@@ -33,8 +35,9 @@ type Bound struct {
 	// Args is the packed argument block (gen.Pack).
 	Args []byte
 
-	fn  atomic.Pointer[cuda.Function] // loaded on first use (load)
-	dev *cuda.Device
+	fn   atomic.Pointer[cuda.Function] // the kernel Enqueue launches: loaded on first use, then maybe the specialised one
+	spec atomic.Pointer[specialised]   // the specialised kernel, once loaded
+	dev  *cuda.Device
 }
 
 // Bind plans the copy of every element of a src view of layout src into a
@@ -155,7 +158,9 @@ func (b *Bound) Function() (cuda.Function, error) {
 	if k.Name != b.Kernel || k.Knobs != b.Knobs {
 		return cuda.Function{}, fmt.Errorf("kernels: %v: bound to %s, the cache serves %s: %w", b.Plan.Sig, b.Kernel, k.Name, gen.ErrPlan)
 	}
-	b.fn.Store(&fn)
+	if !b.fn.CompareAndSwap(nil, &fn) {
+		return *b.fn.Load(), nil // specialised meanwhile
+	}
 	return fn, nil
 }
 

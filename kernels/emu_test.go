@@ -18,10 +18,11 @@ import (
 )
 
 // emuCopy runs pair c through the planner, gen.Pack and the kernel its plan
-// names, emulated on the CPU (internal/cudaemu), and compares the dst span
-// with runtime/hostcopy's on a poisoned buffer. smCount is small so that
-// the looping grids take several trips.
-func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair) layout.Signature {
+// names (specialised to the plan's argument block when spec is set),
+// emulated on the CPU (internal/cudaemu), and compares the dst span with
+// runtime/hostcopy's on a poisoned buffer. smCount is small so that the
+// looping grids take several trips.
+func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signature {
 	t.Helper()
 	dmis, smis := int(c.DstBase%256), int(c.SrcBase%256)
 	opt := PlanOptions(nil, 0x10000+uintptrOf(dmis), 0x10000+uintptrOf(smis), c.Dst.Itemsize())
@@ -50,7 +51,13 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair) layout.Signature {
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}
-	if err := cudaemu.Launch(k.Source, k.Name, l, args, got, p.DstOffset, dmis, src, p.SrcOffset, smis); err != nil {
+	name, source := k.Name, k.Source
+	if spec {
+		if name, source, err = gen.SpecialisedSource(p.Sig, k.Knobs, args); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cudaemu.Launch(source, name, l, args, got, p.DstOffset, dmis, src, p.SrcOffset, smis); err != nil {
 		t.Fatalf("%v (plan %+v): %v", c, p, err)
 	}
 	if !bytes.Equal(got, want) {
@@ -65,6 +72,33 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair) layout.Signature {
 }
 
 func uintptrOf(mis int) cuda.DevicePtr { return cuda.DevicePtr(mis) }
+
+// TestEmulatedSpecialised runs random pairs of every kind through their
+// kernels specialised to their plans (gen.SpecialisedSource) on the CPU.
+// Each is a compile of its own, so there are fewer than in
+// TestEmulatedKernels.
+func TestEmulatedSpecialised(t *testing.T) {
+	if err := cudaemu.Available(); err != nil {
+		if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("STRIDEKIT_EMU_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	t.Logf("seed %d (STRIDEKIT_EMU_SEED=%d replays it)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 4))
+	classes := map[layout.Class]int{}
+	for _, kind := range pairgen.Kinds {
+		for range 2 {
+			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), true)
+			classes[sig.Class]++
+		}
+	}
+	t.Logf("classes: %v", classes)
+}
 
 // TestEmulatedKernels runs random pairs of every kind through their kernels
 // on the CPU. The seed is printed; STRIDEKIT_EMU_SEED replays one.
@@ -88,7 +122,7 @@ func TestEmulatedKernels(t *testing.T) {
 	classes := map[layout.Class]int{}
 	for _, kind := range pairgen.Kinds {
 		for i := 0; i < n; i++ {
-			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind))
+			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), false)
 			classes[sig.Class]++
 		}
 	}

@@ -22,6 +22,7 @@ type gpuCase struct {
 	dl, sl layout.Layout
 	padD   int // bytes before the dst view's buffer (varies alignment)
 	padS   int
+	spec   bool // run the kernel specialised to the plan (Bound.Specialise)
 }
 
 func randomCase(r *rand.Rand, item int) (gpuCase, error) {
@@ -154,7 +155,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 			return p.Sig, err
 		}
 	default:
-		if err := launchPlan(dev, st, dptr, sptr, &p); err != nil {
+		if err := launchPlanTier(dev, st, dptr, sptr, &p, c.spec); err != nil {
 			return p.Sig, fmt.Errorf("launch %v: %w", p.Sig, err)
 		}
 	}
@@ -261,6 +262,12 @@ func TestGPUCopies(t *testing.T) {
 // kernel of p's signature bound to p (BindPlan), or the memcpy of a memcpy
 // plan. Tests use it for plans they made or altered themselves.
 func launchPlan(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
+	return launchPlanTier(dev, st, dst, src, p, false)
+}
+
+// launchPlanTier is launchPlan on the kernel specialised to p when spec is
+// set (it checks that the specialised kernel is the one launched).
+func launchPlanTier(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan, spec bool) error {
 	switch p.Sig.Class {
 	case layout.ClassNone:
 		return nil
@@ -274,6 +281,14 @@ func launchPlan(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *l
 	b, err := BindPlan(p, fn, k.Name, k.Knobs)
 	if err != nil {
 		return err
+	}
+	if spec {
+		if err := b.Specialise(); err != nil {
+			return err
+		}
+		if b.Tier() != TierSpecialised || b.Running() == b.Kernel {
+			return fmt.Errorf("specialised %v: tier %v, running %s", p.Sig, b.Tier(), b.Running())
+		}
 	}
 	return b.Enqueue(st, dst, src)
 }

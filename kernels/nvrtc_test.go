@@ -13,6 +13,7 @@ import (
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/cudaemu"
+	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -190,4 +191,57 @@ func tamperOffset(t *testing.T, src string) string {
 func nvrtcOK() bool {
 	_, _, err := cuda.NVRTCVersion()
 	return err == nil
+}
+
+// TestNVRTCCompileSpecialised compiles kernels specialised to the plans of
+// random pairs of every kind (gen.SpecialisedSource) for sm_80 and sm_90,
+// in NVRTC's default dialect and in C++03, failing on any error or
+// warning.
+func TestNVRTCCompileSpecialised(t *testing.T) {
+	testenv.NeedNVRTC(t)
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
+	n := 3
+	if testing.Short() {
+		n = 1
+	}
+	var b strings.Builder
+	var names []string
+	for _, kind := range pairgen.Kinds {
+		for range n {
+			c := pairgen.RandomKind(r, 1<<20, kind)
+			p, err := layout.PlanCopy(c.Dst, c.Src, layout.PlanOptions{DstAlign: 16, SrcAlign: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Sig.Class == layout.ClassNone || p.Sig.Class == layout.ClassMemcpy {
+				continue
+			}
+			k := gen.KnobsFor(p.Sig, 90)
+			args := make([]byte, gen.ArgsSize(p.Sig))
+			if _, err := gen.Pack(p.Sig, k, &p, 132, args); err != nil {
+				t.Fatal(err)
+			}
+			name, src, err := gen.SpecialisedSource(p.Sig, k, args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(src)
+			names = append(names, name)
+		}
+	}
+	for _, opts := range [][]string{{"--gpu-architecture=sm_80"}, {"--gpu-architecture=sm_90"}, {"--gpu-architecture=sm_90", "--std=c++03"}} {
+		img, log, err := cuda.NVRTCCompile(b.String(), "specialised.cu", opts, true)
+		if err != nil {
+			t.Fatalf("%v: %v", opts, err)
+		}
+		if strings.TrimSpace(log) != "" {
+			t.Errorf("%v: warnings:\n%.3000s", opts, log)
+		}
+		for _, n := range names {
+			if !strings.Contains(string(img), n) {
+				t.Errorf("%v: kernel %s missing from the CUBIN", opts, n)
+			}
+		}
+	}
+	t.Logf("%d specialised kernels", len(names))
 }

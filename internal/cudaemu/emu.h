@@ -21,6 +21,7 @@ static std::barrier<>* emu_barrier;
 static unsigned char* emu_dynamic_shared;
 #define __global__
 #define __device__
+#define __constant__
 #define __forceinline__ inline
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(n)
