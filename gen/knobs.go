@@ -52,6 +52,11 @@ type Knobs struct {
 	// pieces: for items under 4 bytes, one shared-memory read per element
 	// without bank conflicts beats assembling pieces from many runs.
 	ElemStore bool
+	// Specialise lets a copy that runs again get a kernel specialised to
+	// its plan (kernels.Bound.SpecialiseLater: compiled in the background,
+	// swapped in when ready): set where that was measured faster than the
+	// generic kernel.
+	Specialise bool
 }
 
 // ErrTuning reports a malformed tuning table.
@@ -92,6 +97,7 @@ var knobTable = [...]struct {
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
 	{"elemstore", func(k *Knobs) int { return b2i(k.ElemStore) }, func(k *Knobs, v int) { k.ElemStore = v != 0 }},
+	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 }
 
 func b2i(b bool) int {

@@ -70,7 +70,18 @@ var specs struct {
 	records []SpecialisedKernel
 	byName  map[string]int // index in records
 	dropped int
+	paused  bool // SetBackgroundSpecialising(false)
 	queue   chan *Bound
+}
+
+// SetBackgroundSpecialising turns the background compiler on (the
+// default) or off: while off, SpecialiseLater queues nothing and Specialise
+// still works. A benchmark that times each tier on its own turns it off,
+// so that no compile finishing mid-measurement swaps kernels under it.
+func SetBackgroundSpecialising(on bool) {
+	specs.mu.Lock()
+	defer specs.mu.Unlock()
+	specs.paused = !on
 }
 
 // SetMaxSpecialised sets how many specialised kernels the process may
@@ -195,9 +206,10 @@ func (b *Bound) compileSpecialised() (cuda.Function, error) {
 
 // SpecialiseLater asks the process's background compiler to Specialise b
 // and returns at once, without waiting for anything: the request is
-// dropped (and counted) when the queue is full or the limit reached, and
-// a compile that fails leaves b on its generic kernel. It reports whether
-// the request was queued.
+// dropped (and counted) when the queue is full, the limit reached or the
+// compiler off (SetBackgroundSpecialising), and a compile that fails
+// leaves b on its generic kernel. It reports whether the request was
+// queued.
 func (b *Bound) SpecialiseLater() bool {
 	if b.Kernel == "" || b.spec.Load() != nil {
 		return false
@@ -222,7 +234,7 @@ func (b *Bound) SpecialiseLater() bool {
 func queue() chan *Bound {
 	specs.mu.Lock()
 	defer specs.mu.Unlock()
-	if limitLocked() == 0 || len(specs.records) >= specs.limit {
+	if specs.paused || limitLocked() == 0 || len(specs.records) >= specs.limit {
 		specs.dropped++
 		return nil
 	}

@@ -144,6 +144,11 @@ type instance interface {
 	// copyPlan returns memview's Explain of the copy of pair 0: the path
 	// and the plan (its signature names the kernel) the copy runs.
 	copyPlan() memview.CopyPlan
+	// specialise switches the copy to the kernel specialised to its plan
+	// and waits for it (memview.BoundCopy.Specialise): ok is false when the
+	// copy has no kernel to specialise; settles reports whether a repeated
+	// CopyFrom would switch to it by itself (the tuning table's knob).
+	specialise() (ok, settles bool, err error)
 	close() error
 }
 
@@ -239,17 +244,27 @@ type result struct {
 	Status     string `json:"status"`
 	Error      string `json:"error,omitempty"`
 
-	TimeNs         float64 `json:"time_ns,omitempty"`
-	GBps           float64 `json:"gbps,omitempty"` // (bytes read + written) / time
-	MemcpyNs       float64 `json:"memcpy_ns,omitempty"`
-	PctMemcpy      float64 `json:"pct_memcpy,omitempty"`
-	RooflineNs     float64 `json:"roofline_ns,omitempty"`
-	PctRoofline    float64 `json:"pct_roofline,omitempty"`
-	RoofPctMemcpy  float64 `json:"roofline_pct_memcpy,omitempty"` // the roofline as a % of memcpy
-	Reps           int     `json:"reps,omitempty"`
-	Batch          int     `json:"batch,omitempty"`
-	Pairs          int     `json:"pairs,omitempty"`
-	Small          bool    `json:"small,omitempty"`
+	TimeNs        float64 `json:"time_ns,omitempty"`
+	GBps          float64 `json:"gbps,omitempty"` // (bytes read + written) / time
+	MemcpyNs      float64 `json:"memcpy_ns,omitempty"`
+	PctMemcpy     float64 `json:"pct_memcpy,omitempty"`
+	RooflineNs    float64 `json:"roofline_ns,omitempty"`
+	PctRoofline   float64 `json:"pct_roofline,omitempty"`
+	RoofPctMemcpy float64 `json:"roofline_pct_memcpy,omitempty"` // the roofline as a % of memcpy
+	Reps          int     `json:"reps,omitempty"`
+	Batch         int     `json:"batch,omitempty"`
+	Pairs         int     `json:"pairs,omitempty"`
+	Small         bool    `json:"small,omitempty"`
+	// The tiers: GenericPct is the copy's % of memcpy on the signature's
+	// generic kernel, SpecialisedPct on the kernel specialised to its plan
+	// (timed after that compile finished; 0 when the copy launches no
+	// kernel), CompileMs that compile's time. Tier is the one a repeated
+	// CopyFrom settles on (the tuning table's specialise knob); the
+	// headline figures above are that tier's.
+	GenericPct     float64 `json:"generic_pct_memcpy,omitempty"`
+	SpecialisedPct float64 `json:"specialised_pct_memcpy,omitempty"`
+	CompileMs      float64 `json:"compile_ms,omitempty"`
+	Tier           string  `json:"tier,omitempty"`
 	HostNsPerCopy  float64 `json:"host_ns_per_copy,omitempty"`
 	FloorNsPerCopy float64 `json:"launch_floor_ns,omitempty"`
 
@@ -376,6 +391,9 @@ func runCase(b *built, be backend, cfg runConfig, r *result) error {
 	if err != nil {
 		return fmt.Errorf("timing memcpy: %w", err)
 	}
+	if tc, err = timeTiers(inst, cfg, r, tc, tm); err != nil {
+		return err
+	}
 	fillTimes(r, tc, tm)
 	if r.Small && cfg.LatencyIters > 0 {
 		l, err := inst.latency(cfg.LatencyIters)
@@ -385,6 +403,37 @@ func runCase(b *built, be backend, cfg runConfig, r *result) error {
 		r.HostNsPerCopy, r.FloorNsPerCopy = l.Host*1e9, l.Floor*1e9
 	}
 	return nil
+}
+
+// timeTiers records the generic tier's time tc (what the copy ran on so
+// far), switches the copy to its specialised kernel, checks and times it,
+// and returns the time of the tier a repeated CopyFrom settles on.
+func timeTiers(inst instance, cfg runConfig, r *result, tc, tm timing) (timing, error) {
+	r.Tier = inst.copyPlan().Tier.String()
+	if tc.Median > 0 {
+		r.GenericPct = 100 * tm.Median / tc.Median
+	}
+	t0 := time.Now()
+	ok, settles, err := inst.specialise()
+	if err != nil || !ok {
+		return tc, err
+	}
+	r.CompileMs = float64(time.Since(t0).Microseconds()) / 1000
+	if err := inst.copyOnce(); err != nil {
+		return tc, fmt.Errorf("specialised copy: %w", err)
+	}
+	ts, err := inst.timeCopy(cfg.Reps, cfg.Warmup)
+	if err != nil {
+		return tc, fmt.Errorf("timing the specialised copy: %w", err)
+	}
+	if ts.Median > 0 {
+		r.SpecialisedPct = 100 * tm.Median / ts.Median
+	}
+	if settles {
+		r.Tier = kernels.TierSpecialised.String()
+		return ts, nil
+	}
+	return tc, nil
 }
 
 // fillTimes derives the reported figures from the two timings.

@@ -31,6 +31,9 @@ type preparedCopy struct {
 	// floor is a bare launch of the copy's kernel, or nil when the copy
 	// launches none (host copies, memcpy plans).
 	floor func(st *cuda.Stream) error
+	// bound is the copy held (memview.Bind) for device copies, nil for
+	// host ones: it shares the bound launch CopyFrom uses.
+	bound *memview.BoundCopy
 }
 
 // bytesLayout is the layout of n bytes, a dense 1-d array of uint8, which
@@ -83,6 +86,7 @@ func prepareViews(dstWhole *memview.StridedMemoryView, dstAt int64, dl layout.La
 		if pc.floor, err = bareLaunch(bc.Kernel(), dst, src); err != nil {
 			return preparedCopy{}, err
 		}
+		pc.bound = bc
 	}
 	return pc, nil
 }
@@ -126,4 +130,17 @@ func hostView(b []byte) (*memview.StridedMemoryView, error) {
 		return nil, err
 	}
 	return memview.FromHost(b, l)
+}
+
+// specialiseBound switches bound copy bc (nil: a host copy) to its
+// specialised kernel: the instances' specialise.
+func specialiseBound(bc *memview.BoundCopy) (ok, settles bool, err error) {
+	if bc == nil {
+		return false, false, nil
+	}
+	k := bc.Kernel()
+	if k == nil || k.Kernel == "" {
+		return false, false, nil
+	}
+	return true, k.Knobs.Specialise, bc.Specialise()
 }

@@ -85,6 +85,9 @@ func (c *cpuInstance) close() error            { return nil }
 
 func (c *cpuInstance) copyPlan() memview.CopyPlan { return c.view.plan }
 
+// specialise: host copies run no kernel.
+func (c *cpuInstance) specialise() (bool, bool, error) { return false, false, nil }
+
 func (c *cpuInstance) copyOnce() error {
 	if c.cp == nil {
 		return c.view.run(nil)

@@ -137,6 +137,7 @@ func (g *gpuBackend) setup(b *built) (instance, error) {
 			}
 			in.copies[i] = pc.run
 			in.floor = pc.floor
+			in.bound = pc.bound
 			in.plan = pc.plan
 			continue
 		}
@@ -162,10 +163,13 @@ type gpuInstance struct {
 	copies    []func(*cuda.Stream) error // the stridekit copy of each pair
 	plan      memview.CopyPlan           // Explain of pair 0's copy
 	floor     func(*cuda.Stream) error   // bare launch of pair 0's kernel
+	bound     *memview.BoundCopy         // pair 0's copy, held
 	next      int                        // the pair the next timed copy uses
 }
 
 func (in *gpuInstance) copyPlan() memview.CopyPlan { return in.plan }
+
+func (in *gpuInstance) specialise() (bool, bool, error) { return specialiseBound(in.bound) }
 
 func (in *gpuInstance) srcArray(i int) cuda.DevicePtr {
 	return in.buf.Ptr() + cuda.DevicePtr(int64(i)*in.pairBytes)

@@ -237,6 +237,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stridekit/stridekit/kernels"
 	"io"
 	"os"
 	"os/signal"
@@ -668,6 +669,9 @@ func runCmd(args []string, stdout, stderr io.Writer) int {
 	if f.device == "cpu" {
 		be = newCPUBackend()
 	} else {
+		// Each tier is timed on its own (runCase): no background compile
+		// may swap a kernel in mid-measurement.
+		kernels.SetBackgroundSpecialising(false)
 		g, err := newGPUBackend(f.ordinal)
 		if err != nil {
 			fmt.Fprintf(stderr, "stridebench: -device gpu:%d: %v\n", f.ordinal, err)

@@ -414,7 +414,9 @@ func (rec *record) writeRandom(bw *errWriter) {
 	}
 	bw.printf("| | min | p10 | median |\n|---|---:|---:|---:|\n")
 	bw.printf("| %% of memcpy | %.1f | %.1f | %.1f |\n", s.MinPct, s.P10Pct, s.MedianPct)
-	bw.printf("| %% of roofline | %.1f | %.1f | %.1f |\n\n", s.MinRoof, s.P10Roof, s.MedianRoof)
+	bw.printf("| %% of roofline | %.1f | %.1f | %.1f |\n", s.MinRoof, s.P10Roof, s.MedianRoof)
+	bw.printf("| %% of memcpy, generic kernels | %.1f | %.1f | %.1f |\n", s.Generic[0], s.Generic[1], s.Generic[2])
+	bw.printf("| %% of memcpy, specialised kernels | %.1f | %.1f | %.1f |\n\n", s.Specialised[0], s.Specialised[1], s.Specialised[2])
 	if len(s.Slowest) > 0 {
 		bw.printf("The %d slowest:\n\n| case | signature | %% memcpy | %% roofline | case line |\n|---|---|---:|---:|---|\n", len(s.Slowest))
 		for _, e := range s.Slowest {

@@ -38,15 +38,20 @@ type report struct {
 // randomSummary is the distribution of the random cases' figures and the
 // slowest of them.
 type randomSummary struct {
-	Cases      int         `json:"cases"`
-	OK         int         `json:"ok"`
-	MinPct     float64     `json:"min_pct_memcpy"`
-	P10Pct     float64     `json:"p10_pct_memcpy"`
-	MedianPct  float64     `json:"median_pct_memcpy"`
-	MinRoof    float64     `json:"min_pct_roofline"`
-	P10Roof    float64     `json:"p10_pct_roofline"`
-	MedianRoof float64     `json:"median_pct_roofline"`
-	Slowest    []slowEntry `json:"slowest"`
+	Cases      int     `json:"cases"`
+	OK         int     `json:"ok"`
+	MinPct     float64 `json:"min_pct_memcpy"`
+	P10Pct     float64 `json:"p10_pct_memcpy"`
+	MedianPct  float64 `json:"median_pct_memcpy"`
+	MinRoof    float64 `json:"min_pct_roofline"`
+	P10Roof    float64 `json:"p10_pct_roofline"`
+	MedianRoof float64 `json:"median_pct_roofline"`
+	// Generic and Specialised are the % of memcpy of each tier alone
+	// (min, p10, median); a case without a kernel counts its one figure in
+	// both.
+	Generic     [3]float64  `json:"generic_pct_memcpy"`
+	Specialised [3]float64  `json:"specialised_pct_memcpy"`
+	Slowest     []slowEntry `json:"slowest"`
 }
 
 // slowEntry is one of the slowest random cases.
@@ -66,6 +71,24 @@ func percentile(sorted []float64, p float64) float64 {
 	}
 	k := int(math.Ceil(p/100*float64(len(sorted)))) - 1
 	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+// tierSpread returns the min, p10 and median % of memcpy of each tier
+// over rs.
+func tierSpread(rs []*result) (generic, spec [3]float64) {
+	g, sp := make([]float64, len(rs)), make([]float64, len(rs))
+	for i, r := range rs {
+		g[i], sp[i] = r.PctMemcpy, r.PctMemcpy
+		if r.GenericPct > 0 {
+			g[i], sp[i] = r.GenericPct, r.GenericPct
+		}
+		if r.SpecialisedPct > 0 {
+			sp[i] = r.SpecialisedPct
+		}
+	}
+	slices.Sort(g)
+	slices.Sort(sp)
+	return [3]float64{percentile(g, 0), percentile(g, 10), median(g)}, [3]float64{percentile(sp, 0), percentile(sp, 10), median(sp)}
 }
 
 // summarizeRandom summarises the random cases of rs; nil when there are
@@ -95,6 +118,7 @@ func summarizeRandom(rs []*result, slowest int) *randomSummary {
 	slices.Sort(roof)
 	s.MinPct, s.P10Pct, s.MedianPct = percentile(pct, 0), percentile(pct, 10), median(pct)
 	s.MinRoof, s.P10Roof, s.MedianRoof = percentile(roof, 0), percentile(roof, 10), median(roof)
+	s.Generic, s.Specialised = tierSpread(ok)
 	slices.SortStableFunc(ok, func(a, b *result) int {
 		return cmp.Compare(a.PctMemcpy, b.PctMemcpy)
 	})
@@ -113,7 +137,9 @@ func benchName(r *result) string { return "BenchmarkCopy/" + r.Name }
 //	BenchmarkCopy/<case>  N  T ns/op  X MB/s  P pct-memcpy  R pct-roofline …
 //
 // where N is the number of timed copies, MB/s counts bytes read plus bytes
-// written, and the further metrics are each peer's % of its memcpy
+// written, and the further metrics are each tier's % of memcpy
+// (generic-pct-memcpy, specialised-pct-memcpy: pct-memcpy is the tier a
+// repeated copy settles on), each peer's % of its memcpy
 // (<peer>-pct-memcpy) and, for small cases, host-ns/copy, floor-ns/copy and
 // torch-host-ns/copy. Failed cases get a "--- FAIL:" line and the reason,
 // and the random summary comes as '#' lines; benchstat ignores both. It is
@@ -150,6 +176,9 @@ func writeBenchLine(w io.Writer, r *result) error {
 	}
 	bw.printf("%s\t%8d\t%14.1f ns/op\t%10.2f MB/s\t%7.2f pct-memcpy\t%7.2f pct-roofline",
 		benchName(r), r.Reps*r.Batch, r.TimeNs, 2*float64(r.Bytes)/r.TimeNs*1e3, r.PctMemcpy, r.PctRoofline)
+	if r.SpecialisedPct > 0 {
+		bw.printf("\t%7.2f generic-pct-memcpy\t%7.2f specialised-pct-memcpy", r.GenericPct, r.SpecialisedPct)
+	}
 	for _, n := range peerNames {
 		if p := r.Peers[n]; p != nil && p.Status == "ok" {
 			bw.printf("\t%7.2f %s-pct-memcpy", p.PctMemcpy, n)
@@ -177,6 +206,8 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 	bw := &errWriter{w: w}
 	bw.printf("# random cases: %d, %d passed; %% of memcpy: min %.1f, p10 %.1f, median %.1f; %% of roofline: min %.1f, p10 %.1f, median %.1f\n",
 		s.Cases, s.OK, s.MinPct, s.P10Pct, s.MedianPct, s.MinRoof, s.P10Roof, s.MedianRoof)
+	bw.printf("# by tier, %% of memcpy (min, p10, median): generic %.1f, %.1f, %.1f; specialised %.1f, %.1f, %.1f\n",
+		s.Generic[0], s.Generic[1], s.Generic[2], s.Specialised[0], s.Specialised[1], s.Specialised[2])
 	for _, e := range s.Slowest {
 		bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
 	}

@@ -31,6 +31,19 @@ type binding struct {
 	// h and pieces are how a host transfer moves the image (transfer.go).
 	h      hostPlan
 	pieces []piece
+	// asked is set once the binding served a second copy and, where the
+	// kernel's tuning says so, asked for its specialised kernel (again).
+	asked atomic.Bool
+}
+
+// again notes that the binding serves another copy: the first time, where
+// the tuning table says a kernel specialised to the plan pays
+// (gen.Knobs.Specialise), it asks the background compiler for one, which
+// the bound launch switches to when it is ready. It never waits.
+func (b *binding) again() {
+	if b.k != nil && b.k.Knobs.Specialise && !b.asked.Load() && b.asked.CompareAndSwap(false, true) {
+		b.k.SpecialiseLater()
+	}
 }
 
 // bindKey is what a binding depends on: the device, the path, the memory
@@ -128,6 +141,7 @@ func forget() {
 func bindingFor(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) (*binding, error) {
 	key := keyOf(dst, src, p, dstAlign, srcAlign)
 	if b := lookup(key, dst, src); b != nil {
+		b.again()
 		return b, nil
 	}
 	b, err := bind(key, dst, src)

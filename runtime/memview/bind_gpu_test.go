@@ -7,9 +7,11 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
@@ -285,4 +287,70 @@ func TestGPUWithAllocator(t *testing.T) {
 			b.Close()
 		}
 	}
+}
+
+// TestGPUSpecialisedInBackground: a box-tile copy of 4-byte items (which
+// the tuning table specialises) asks for its specialised kernel on its
+// second copy; the copies go on on the generic kernel, never waiting, and
+// once the background compile lands Explain reports the specialised tier
+// and the copies stay correct.
+func TestGPUSpecialisedInBackground(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	s := testenv.NewStream(t, dev)
+	r := rand.New(rand.NewPCG(gpuSeed(t), 6))
+	dl, _ := layout.New([]int64{37, 29, 23}, nil, 4)
+	sl, _ := layout.New([]int64{37, 29, 23}, []int64{1, 37 * 23, 37}, 4)
+	c := pairgen.Pair{Dst: dl, Src: sl}
+	deadline := time.Now().Add(2 * time.Minute)
+	for i := 0; ; i++ {
+		if err := checkedCopy(dev, s, r, c, i%2 == 1); err != nil {
+			t.Fatalf("copy %d: %v", i, err)
+		}
+		bc, err := bindPair(dev, s, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := bc.Explain()
+		if cp.Plan.Sig.Class != layout.ClassBoxTile {
+			t.Fatalf("plan %v, want a box tile", cp.Plan.Sig)
+		}
+		if cp.Tier == kernels.TierSpecialised {
+			t.Logf("specialised after %d copies: %s", i+1, cp.Kernel)
+			if err := checkedCopy(dev, s, r, c, false); err != nil {
+				t.Fatalf("after the switch: %v", err)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			ks, dropped := kernels.Specialisations()
+			t.Fatalf("still %v after %d copies; specialisations %+v, %d dropped", cp.Tier, i+1, ks, dropped)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// bindPair binds a copy between fresh device views of pair c (what Explain
+// reports for it).
+func bindPair(dev *cuda.Device, s *cuda.Stream, c pairgen.Pair) (*BoundCopy, error) {
+	sbuf, err := dev.Alloc(int(c.Src.RequiredSizeInBytes()), s)
+	if err != nil {
+		return nil, err
+	}
+	defer sbuf.Close()
+	dbuf, err := dev.Alloc(int(c.Dst.RequiredSizeInBytes()), s)
+	if err != nil {
+		return nil, err
+	}
+	defer dbuf.Close()
+	dt, _ := layout.Opaque(c.Dst.Itemsize())
+	sv, err := FromBuffer(sbuf, c.Src, dt)
+	if err != nil {
+		return nil, err
+	}
+	dv, err := FromBuffer(dbuf, c.Dst, dt)
+	if err != nil {
+		return nil, err
+	}
+	return Bind(dv, sv)
 }

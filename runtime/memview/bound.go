@@ -47,6 +47,9 @@ func (c *BoundCopy) Copy(s *cuda.Stream, opts ...CopyOption) error {
 	if len(opts) > 0 {
 		cfg = applyOptions(opts)
 	}
+	if c.b != nil {
+		c.b.again()
+	}
 	if err := run(c.dst, c.src, c.path, c.b, s, cfg); err != nil {
 		return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)
 	}
@@ -107,4 +110,23 @@ func (c *BoundCopy) Kernel() *kernels.Bound {
 		return nil
 	}
 	return c.b.k
+}
+
+// Specialise switches the copy, and every copy of views laid out and
+// aligned as these (they share the bound launch), to a kernel compiled for
+// this copy's plan alone, waiting for the compile (kernels.Bound.Specialise):
+// for a program that knows a pair will be copied many times and wants the
+// faster kernel from the start, whatever the tuning table says. Copies
+// that launch no kernel have nothing to specialise (nil). It fails, and the
+// copy keeps its generic kernel, when the process's limit of specialised
+// kernels is reached (kernels.ErrSpecialiseLimit) or the compile fails.
+func (c *BoundCopy) Specialise() error {
+	if c.b == nil || c.b.k == nil {
+		return nil
+	}
+	c.b.asked.Store(true)
+	if err := c.b.k.Specialise(); err != nil {
+		return fmt.Errorf("memview: specialise %v → %v: %w", c.src, c.dst, err)
+	}
+	return nil
 }

@@ -56,8 +56,13 @@ type CopyPlan struct {
 	// plan was made with (16 means 16 or more).
 	DstAlign, SrcAlign int
 	// Kernel is the name of the kernel launched ("" when none runs:
-	// PathHost, PathSelf, or a device copy that is one memcpy or nothing).
+	// PathHost, PathSelf, or a device copy that is one memcpy or nothing):
+	// the signature's generic kernel, or once it is loaded the kernel
+	// specialised to this plan.
 	Kernel string
+	// Tier says which of the two Kernel is (kernels.TierNone when none
+	// runs).
+	Tier kernels.Tier
 	// Grid, Block and Shared are the kernel's launch configuration (grid
 	// and block sizes, bytes of dynamic shared memory), and ArgBytes the
 	// size of its packed argument block.
@@ -81,8 +86,8 @@ func (c CopyPlan) String() string {
 		s = fmt.Sprintf("%v: runtime/hostcopy, %v plan", c.Path, c.Plan.Sig.Class)
 	}
 	if c.Kernel != "" {
-		s += fmt.Sprintf(", kernel %s grid (%d,%d,%d) block (%d,%d,%d) shared %d B, args %d B",
-			c.Kernel, c.Grid.X, c.Grid.Y, c.Grid.Z, c.Block.X, c.Block.Y, c.Block.Z, c.Shared, c.ArgBytes)
+		s += fmt.Sprintf(", %v kernel %s grid (%d,%d,%d) block (%d,%d,%d) shared %d B, args %d B",
+			c.Tier, c.Kernel, c.Grid.X, c.Grid.Y, c.Grid.Z, c.Block.X, c.Block.Y, c.Block.Z, c.Shared, c.ArgBytes)
 	}
 	for _, f := range []struct {
 		on   bool
@@ -137,7 +142,7 @@ func explain(path Path, b *binding) CopyPlan {
 		}
 	}
 	if k.Kernel != "" {
-		cp.Kernel, cp.Grid, cp.Block = k.Kernel, cuda.Dim3(k.Launch.Grid), cuda.Dim3(k.Launch.Block)
+		cp.Kernel, cp.Tier, cp.Grid, cp.Block = k.Running(), k.Tier(), cuda.Dim3(k.Launch.Grid), cuda.Dim3(k.Launch.Block)
 		cp.Shared, cp.ArgBytes = k.Launch.Shared, len(k.Args)
 	}
 	return cp
