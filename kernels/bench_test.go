@@ -8,6 +8,23 @@ import (
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
+// benchBuffers allocates a benchmark's dst buffer of nD bytes and src
+// buffer of max(nS, nD) bytes (memcpy of the bytes written reads nD), both
+// freed when b ends.
+func benchBuffers(b *testing.B, dev *cuda.Device, nD, nS int) (db, sb *cuda.Buffer) {
+	db, err := dev.Alloc(nD, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	sb, err = dev.Alloc(max(nS, nD), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sb.Close() })
+	return db, sb
+}
+
 // benchCopy times copies of sl into dl (1 GiB cases) with CUDA events after
 // a warm-up, next to cuMemcpyDtoD of the same bytes in the same run, and
 // reports GB/s (2 × bytes written per second) and the ratio to memcpy.
@@ -15,16 +32,7 @@ func benchCopy(b *testing.B, dl, sl layout.Layout) {
 	dev := testenv.NeedGPU(b)
 	st := testenv.NewStream(b, dev)
 	nD, nS := int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes())
-	db, err := dev.Alloc(nD, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	sb, err := dev.Alloc(max(nS, nD), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Close()
+	db, sb := benchBuffers(b, dev, nD, nS)
 	if err := dev.MemsetAsync(sb.Ptr(), 1, max(nS, nD), st); err != nil {
 		b.Fatal(err)
 	}

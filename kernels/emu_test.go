@@ -73,11 +73,12 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signa
 
 func uintptrOf(mis int) cuda.DevicePtr { return cuda.DevicePtr(mis) }
 
-// TestEmulatedSpecialised runs random pairs of every kind through their
-// kernels specialised to their plans (gen.SpecialisedSource) on the CPU.
-// Each is a compile of its own, so there are fewer than in
-// TestEmulatedKernels.
-func TestEmulatedSpecialised(t *testing.T) {
+// emuRand skips the test where no C++ compiler can run the kernels (fails
+// it under STRIDEKIT_REQUIRE_NVRTC: CI has one, so the test must run there)
+// and returns its random source, seeded by the clock or STRIDEKIT_EMU_SEED
+// (logged, so a run can be replayed) with stream.
+func emuRand(t *testing.T, stream uint64) *rand.Rand {
+	t.Helper()
 	if err := cudaemu.Available(); err != nil {
 		if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
 			t.Fatal(err)
@@ -89,7 +90,15 @@ func TestEmulatedSpecialised(t *testing.T) {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (STRIDEKIT_EMU_SEED=%d replays it)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 4))
+	return rand.New(rand.NewPCG(seed, stream))
+}
+
+// TestEmulatedSpecialised runs random pairs of every kind through their
+// kernels specialised to their plans (gen.SpecialisedSource) on the CPU.
+// Each is a compile of its own, so there are fewer than in
+// TestEmulatedKernels.
+func TestEmulatedSpecialised(t *testing.T) {
+	r := emuRand(t, 4)
 	classes := map[layout.Class]int{}
 	for _, kind := range pairgen.Kinds {
 		for range 2 {
@@ -103,18 +112,7 @@ func TestEmulatedSpecialised(t *testing.T) {
 // TestEmulatedKernels runs random pairs of every kind through their kernels
 // on the CPU. The seed is printed; STRIDEKIT_EMU_SEED replays one.
 func TestEmulatedKernels(t *testing.T) {
-	if err := cudaemu.Available(); err != nil {
-		if os.Getenv("STRIDEKIT_REQUIRE_NVRTC") == "1" {
-			t.Fatal(err) // CI has a C++ compiler: this test must run there
-		}
-		t.Skip(err)
-	}
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("STRIDEKIT_EMU_SEED"); s != "" {
-		seed, _ = strconv.ParseUint(s, 10, 64)
-	}
-	t.Logf("seed %d (STRIDEKIT_EMU_SEED=%d replays it)", seed, seed)
-	r := rand.New(rand.NewPCG(seed, 3))
+	r := emuRand(t, 3)
 	n := 12
 	if testing.Short() {
 		n = 3

@@ -143,17 +143,7 @@ func BenchmarkTiers(b *testing.B) {
 // and the specialised kernel and of memcpy of the same bytes, the compile
 // time, and the plan's signature.
 func tierTimes(b *testing.B, dev *cuda.Device, st *cuda.Stream, dl, sl layout.Layout) (gen, spec, mem float64, compile time.Duration, sig layout.Signature) {
-	nD, nS := int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes())
-	db, err := dev.Alloc(nD, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	sb, err := dev.Alloc(max(nS, nD), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer sb.Close()
+	db, sb := benchBuffers(b, dev, int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes()))
 	kg, err := Bind(dev, dl, sl, 256, 256)
 	if err != nil {
 		b.Fatal(err)
@@ -171,7 +161,7 @@ func tierTimes(b *testing.B, dev *cuda.Device, st *cuda.Stream, dl, sl layout.La
 	runs := []func() error{
 		func() error { return kg.Enqueue(st, dp, sp) },
 		func() error { return ks.Enqueue(st, dp, sp) },
-		func() error { return dev.MemcpyAsync(dp, sp, nD, st) },
+		func() error { return dev.MemcpyAsync(dp, sp, int(dl.RequiredSizeInBytes()), st) },
 	}
 	ts := make([][]float64, len(runs))
 	e0, _ := dev.NewEvent(true)
