@@ -193,10 +193,14 @@ func record(name string, d time.Duration, err error) {
 	}
 }
 
+// specialisedSource renders a specialised kernel: gen.SpecialisedSource,
+// a variable so that tests can make a compile fail.
+var specialisedSource = gen.SpecialisedSource
+
 // compileSpecialised renders, compiles (through jit.Default, so the disk
 // cache applies) and loads the kernel specialised to b's plan.
 func (b *Bound) compileSpecialised() (cuda.Function, error) {
-	name, src, err := gen.SpecialisedSource(b.Plan.Sig, b.Knobs, b.Args)
+	name, src, err := specialisedSource(b.Plan.Sig, b.Knobs, b.Args)
 	if err != nil {
 		return cuda.Function{}, err
 	}

@@ -1,15 +1,19 @@
 package kernels
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
 )
 
 // TestGPUSpecialised copies random pairs of every class and item size
@@ -130,11 +134,11 @@ func BenchmarkTiers(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			gen, spec, mem, compile, sig := tierTimes(b, dev, st, dl, sl)
-			b.ReportMetric(100*mem/gen, "generic-%memcpy")
+			generic, spec, mem, compile, sig := tierTimes(b, dev, st, dl, sl)
+			b.ReportMetric(100*mem/generic, "generic-%memcpy")
 			b.ReportMetric(100*mem/spec, "specialised-%memcpy")
 			b.ReportMetric(float64(compile.Milliseconds()), "compile-ms")
-			b.Logf("%s %v: generic %.1f%%, specialised %.1f%% of memcpy (compile %v)", c.name, sig, 100*mem/gen, 100*mem/spec, compile)
+			b.Logf("%s %v: generic %.1f%%, specialised %.1f%% of memcpy (compile %v)", c.name, sig, 100*mem/generic, 100*mem/spec, compile)
 		})
 	}
 }
@@ -142,7 +146,7 @@ func BenchmarkTiers(b *testing.B) {
 // tierTimes returns the median times of the copy dl ← sl on the generic
 // and the specialised kernel and of memcpy of the same bytes, the compile
 // time, and the plan's signature.
-func tierTimes(b *testing.B, dev *cuda.Device, st *cuda.Stream, dl, sl layout.Layout) (gen, spec, mem float64, compile time.Duration, sig layout.Signature) {
+func tierTimes(b *testing.B, dev *cuda.Device, st *cuda.Stream, dl, sl layout.Layout) (generic, spec, mem float64, compile time.Duration, sig layout.Signature) {
 	db, sb := benchBuffers(b, dev, int(dl.RequiredSizeInBytes()), int(sl.RequiredSizeInBytes()))
 	kg, err := Bind(dev, dl, sl, 256, 256)
 	if err != nil {
@@ -186,4 +190,109 @@ func tierTimes(b *testing.B, dev *cuda.Device, st *cuda.Stream, dl, sl layout.La
 	}
 	med := func(x []float64) float64 { sort.Float64s(x); return x[len(x)/2] }
 	return med(ts[0]), med(ts[1]), med(ts[2]), compile, kg.Plan.Sig
+}
+
+// TestGPUSpecialiseFailure: a specialised kernel that does not compile
+// fails Specialise with the compiler's error and leaves the copy on its
+// generic kernel; asked for in the background, the failure is recorded and
+// the copy, never waiting, stays generic and correct.
+func TestGPUSpecialiseFailure(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	st := testenv.NewStream(t, dev)
+	good := specialisedSource
+	specialisedSource = func(sig layout.Signature, k gen.Knobs, args []byte) (string, string, error) {
+		name, src, err := good(sig, k, args)
+		return name, src + "\n#error injected by TestGPUSpecialiseFailure\n", err
+	}
+	defer func() { specialisedSource = good }()
+	pair := func(n int64) (dl, sl layout.Layout) {
+		dl, _ = layout.New([]int64{n, 29}, nil, 4)
+		sl, _ = layout.New([]int64{n, 29}, []int64{1, n}, 4)
+		return dl, sl
+	}
+	dl, sl := pair(37)
+	b, err := Bind(dev, dl, sl, 16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Specialise(); err == nil || b.Tier() != TierGeneric {
+		t.Fatalf("Specialise of a source that does not compile: %v, tier %v", err, b.Tier())
+	}
+	dl, sl = pair(41)
+	b, err = Bind(dev, dl, sl, 16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !b.SpecialiseLater() {
+		t.Fatal("SpecialiseLater queued nothing")
+	}
+	name := gen.SpecialisedName(b.Plan.Sig, b.Args)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if rec, ok := specRecord(name); ok && rec.Err != nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no failed compile recorded for %s: %+v", name, rec)
+		}
+	}
+	if b.Tier() != TierGeneric {
+		t.Fatalf("tier %v after a failed compile", b.Tier())
+	}
+	if err := checkBound(dev, st, b, dl, sl); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// specRecord returns the record of specialised kernel name.
+func specRecord(name string) (SpecialisedKernel, bool) {
+	ks, _ := Specialisations()
+	for _, k := range ks {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return SpecialisedKernel{}, false
+}
+
+// checkBound copies random bytes through b between fresh device buffers of
+// layouts dl and sl and compares the result with runtime/hostcopy's.
+func checkBound(dev *cuda.Device, st *cuda.Stream, b *Bound, dl, sl layout.Layout) error {
+	src := make([]byte, sl.RequiredSizeInBytes())
+	for i := range src {
+		src[i] = byte(i*131 + 7)
+	}
+	want := make([]byte, dl.RequiredSizeInBytes())
+	if err := hostcopy.Copy(want, dl, src, sl); err != nil {
+		return err
+	}
+	sb, err := dev.Alloc(len(src), nil)
+	if err != nil {
+		return err
+	}
+	defer sb.Close()
+	db, err := dev.Alloc(len(want), nil)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := sb.CopyFromHost(src); err != nil {
+		return err
+	}
+	if err := dev.Synchronize(); err != nil {
+		return err
+	}
+	if err := b.Enqueue(st, db.Ptr(), sb.Ptr()); err != nil {
+		return err
+	}
+	if err := st.Synchronize(); err != nil {
+		return err
+	}
+	got := make([]byte, len(want))
+	if err := db.CopyToHost(got); err != nil {
+		return err
+	}
+	if !bytes.Equal(got, want) {
+		return fmt.Errorf("%v: the copy differs from hostcopy's", b.Plan.Sig)
+	}
+	return nil
 }
