@@ -184,24 +184,19 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 	return p.Sig, nil
 }
 
-// TestGPUCopies runs random copies of every class and itemsize 1, 2, 4, 8,
-// 16, 3, 6, 12 against runtime/hostcopy, with poisoned destinations.
-func TestGPUCopies(t *testing.T) {
-	dev := testenv.NeedGPU(t)
-	st := testenv.NewStream(t, dev)
-	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
-	n := 60
-	if testing.Short() {
-		n = 12
-	}
-	counts := map[string]int{}
-	pass, fail := 0, 0
+// randomCopies runs n random copies of each itemsize 1, 2, 4, 8, 16, 3, 6
+// and 12 through runCase (on kernels specialised to their plans when spec
+// is set), reporting the first 10 failures, and returns the copies that
+// passed by class and the counts passed and failed.
+func randomCopies(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, n int, spec bool) (counts map[string]int, pass, fail int) {
+	counts = map[string]int{}
 	for _, item := range []int{1, 2, 4, 8, 16, 3, 6, 12} {
-		for i := 0; i < n; i++ {
+		for range n {
 			c, err := randomCase(r, item)
 			if err != nil {
 				t.Fatal(err)
 			}
+			c.spec = spec
 			sig, err := runCase(t, dev, st, r, c)
 			if err != nil {
 				fail++
@@ -214,6 +209,20 @@ func TestGPUCopies(t *testing.T) {
 			counts[sig.Class.String()]++
 		}
 	}
+	return counts, pass, fail
+}
+
+// TestGPUCopies runs random copies of every class and itemsize 1, 2, 4, 8,
+// 16, 3, 6, 12 against runtime/hostcopy, with poisoned destinations.
+func TestGPUCopies(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	st := testenv.NewStream(t, dev)
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 11))
+	n := 60
+	if testing.Short() {
+		n = 12
+	}
+	counts, pass, fail := randomCopies(t, dev, st, r, n, false)
 	// Fixed cases that force each class with large fast extents.
 	fixed := []struct {
 		shape []int64

@@ -28,23 +28,8 @@ func TestGPUSpecialised(t *testing.T) {
 	if testing.Short() {
 		n = 2
 	}
-	counts := map[string]int{}
-	for _, item := range []int{1, 2, 4, 8, 16, 3, 6, 12} {
-		for range n {
-			c, err := randomCase(r, item)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.spec = true
-			sig, err := runCase(t, dev, st, r, c)
-			if err != nil {
-				t.Error(err)
-				continue
-			}
-			counts[sig.Class.String()]++
-		}
-	}
-	t.Logf("specialised copies by class: %v", counts)
+	counts, pass, fail := randomCopies(t, dev, st, r, n, true)
+	t.Logf("specialised copies: %d passed, %d failed; by class: %v", pass, fail, counts)
 	if counts[layout.ClassBoxTile.String()] == 0 {
 		t.Error("no box-tile plan among the pairs")
 	}
