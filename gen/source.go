@@ -147,6 +147,12 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 // sources of several kernels can be concatenated into one translation unit.
 // The same signature and knobs always give byte-identical source.
 func Source(sig layout.Signature, k Knobs) (string, error) {
+	return renderKernel(sig, k, func(*kernelData) {})
+}
+
+// renderKernel checks sig and k and renders sig's template with the data
+// dataFor gives them, as edit leaves it.
+func renderKernel(sig layout.Signature, k Knobs, edit func(*kernelData)) (string, error) {
 	if err := Check(sig); err != nil {
 		return "", err
 	}
@@ -157,8 +163,10 @@ func Source(sig layout.Signature, k Knobs) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("gen: parsing templates: %w", err)
 	}
+	d := dataFor(sig, k)
+	edit(&d)
 	var b strings.Builder
-	if err := render(&b, t, templateFor(sig.Class), dataFor(sig, k)); err != nil {
+	if err := render(&b, t, templateFor(sig.Class), d); err != nil {
 		return "", fmt.Errorf("gen: rendering %v: %w", sig, err)
 	}
 	return b.String(), nil

@@ -33,29 +33,15 @@ func SpecialisedName(sig layout.Signature, args []byte) string {
 // wrote for one plan of sig with the same knobs). It fails as Source does,
 // or with ErrArgs when args is not a block of sig's size.
 func SpecialisedSource(sig layout.Signature, k Knobs, args []byte) (name, source string, err error) {
-	if err := Check(sig); err != nil {
-		return "", "", err
-	}
-	if err := CheckKnobs(sig, k); err != nil {
-		return "", "", err
-	}
 	if len(args) != ArgsSize(sig) {
 		return "", "", fmt.Errorf("%w: %v: %d bytes, its block has %d", ErrArgs, sig, len(args), ArgsSize(sig))
 	}
-	t, err := parsed()
-	if err != nil {
-		return "", "", fmt.Errorf("gen: parsing templates: %w", err)
-	}
-	d := dataFor(sig, k)
-	d.Name = SpecialisedName(sig, args)
-	d.NS = "ns_" + d.Name
-	d.AParam = "a_"
-	d.Const = argInit(argSpec(sig.Class), int(sig.NDim), args)
-	var b strings.Builder
-	if err := render(&b, t, templateFor(sig.Class), d); err != nil {
-		return "", "", fmt.Errorf("gen: rendering %v: %w", sig, err)
-	}
-	return d.Name, b.String(), nil
+	name = SpecialisedName(sig, args)
+	source, err = renderKernel(sig, k, func(d *kernelData) {
+		d.Name, d.NS, d.AParam = name, "ns_"+name, "a_"
+		d.Const = argInit(argSpec(sig.Class), int(sig.NDim), args)
+	})
+	return name, source, err
 }
 
 // argInit returns the C++ aggregate initializer of struct A (spec, nd

@@ -36,7 +36,7 @@ type Bound struct {
 	Args []byte
 
 	fn   atomic.Pointer[cuda.Function] // the kernel Enqueue launches: loaded on first use, then maybe the specialised one
-	spec atomic.Pointer[specialised]   // the specialised kernel, once loaded
+	spec atomic.Pointer[string]        // the specialised kernel's name, once fn is that kernel
 	dev  *cuda.Device
 }
 

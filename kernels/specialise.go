@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -53,12 +54,6 @@ type SpecialisedKernel struct {
 	Sig     layout.Signature
 	Compile time.Duration
 	Err     error
-}
-
-// specialised is a bound copy's specialised kernel, once loaded.
-type specialised struct {
-	fn   cuda.Function
-	name string
 }
 
 // specs is the process's specialiser: its limit, its records (one per
@@ -129,7 +124,7 @@ func (b *Bound) Tier() Tier {
 // its specialisation's once that is loaded ("" when none runs).
 func (b *Bound) Running() string {
 	if s := b.spec.Load(); s != nil {
-		return s.name
+		return *s
 	}
 	return b.Kernel
 }
@@ -155,14 +150,14 @@ func (b *Bound) Specialise() error {
 	if err != nil {
 		return err
 	}
-	b.spec.Store(&specialised{fn: fn, name: name})
 	b.fn.Store(&fn)
+	b.spec.Store(&name)
 	return nil
 }
 
 // ErrSpecialiseLimit reports that the process has compiled as many
 // specialised kernels as SetMaxSpecialised allows.
-var ErrSpecialiseLimit = fmt.Errorf("kernels: specialised kernel limit reached")
+var ErrSpecialiseLimit = errors.New("kernels: specialised kernel limit reached")
 
 // admit reserves a record for kernel name, unless the limit is reached. A
 // name seen before (another Bound of the same plan) is admitted again

@@ -391,7 +391,7 @@ func runCase(b *built, be backend, cfg runConfig, r *result) error {
 	if err != nil {
 		return fmt.Errorf("timing memcpy: %w", err)
 	}
-	if tc, err = timeTiers(inst, cfg, r, tc, tm); err != nil {
+	if tc, err = timeTiers(b, inst, cfg, r, tc, tm); err != nil || r.failed() {
 		return err
 	}
 	fillTimes(r, tc, tm)
@@ -406,9 +406,10 @@ func runCase(b *built, be backend, cfg runConfig, r *result) error {
 }
 
 // timeTiers records the generic tier's time tc (what the copy ran on so
-// far), switches the copy to its specialised kernel, checks and times it,
-// and returns the time of the tier a repeated CopyFrom settles on.
-func timeTiers(inst instance, cfg runConfig, r *result, tc, tm timing) (timing, error) {
+// far), switches the copy to its specialised kernel, checks it as
+// checkCase does (a difference fails the case) and times it, and returns
+// the time of the tier a repeated CopyFrom settles on.
+func timeTiers(b *built, inst instance, cfg runConfig, r *result, tc, tm timing) (timing, error) {
 	r.Tier = inst.copyPlan().Tier.String()
 	if tc.Median > 0 {
 		r.GenericPct = 100 * tm.Median / tc.Median
@@ -419,8 +420,13 @@ func timeTiers(inst instance, cfg runConfig, r *result, tc, tm timing) (timing, 
 		return tc, err
 	}
 	r.CompileMs = float64(time.Since(t0).Microseconds()) / 1000
-	if err := inst.copyOnce(); err != nil {
+	mismatch, err := checkCase(b, inst)
+	if err != nil {
 		return tc, fmt.Errorf("specialised copy: %w", err)
+	}
+	if mismatch != "" {
+		r.Status, r.Error = statusMismatch, "specialised kernel: "+mismatch
+		return tc, nil
 	}
 	ts, err := inst.timeCopy(cfg.Reps, cfg.Warmup)
 	if err != nil {

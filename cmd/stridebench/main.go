@@ -237,7 +237,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/stridekit/stridekit/kernels"
 	"io"
 	"os"
 	"os/signal"
@@ -249,6 +248,7 @@ import (
 	"time"
 
 	"github.com/stridekit/stridekit/internal/meminfo"
+	"github.com/stridekit/stridekit/kernels"
 )
 
 func main() {

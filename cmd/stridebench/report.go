@@ -78,13 +78,8 @@ func percentile(sorted []float64, p float64) float64 {
 func tierSpread(rs []*result) (generic, spec [3]float64) {
 	g, sp := make([]float64, len(rs)), make([]float64, len(rs))
 	for i, r := range rs {
-		g[i], sp[i] = r.PctMemcpy, r.PctMemcpy
-		if r.GenericPct > 0 {
-			g[i], sp[i] = r.GenericPct, r.GenericPct
-		}
-		if r.SpecialisedPct > 0 {
-			sp[i] = r.SpecialisedPct
-		}
+		g[i] = cmp.Or(r.GenericPct, r.PctMemcpy)
+		sp[i] = cmp.Or(r.SpecialisedPct, g[i])
 	}
 	slices.Sort(g)
 	slices.Sort(sp)

@@ -116,17 +116,6 @@ func store(b *binding) {
 	}
 }
 
-// drop removes the binding of key from the cache, if any (benchmarks of
-// the first copy of a pair).
-func drop(key bindKey) {
-	i := setOf(key.sum())
-	for j := i; j < i+2; j++ {
-		if b := bindings[j].Load(); b != nil && b.key == key {
-			bindings[j].CompareAndSwap(b, nil)
-		}
-	}
-}
-
 // forget drops every cached binding (tests).
 func forget() {
 	for i := range bindings {

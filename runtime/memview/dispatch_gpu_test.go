@@ -123,6 +123,17 @@ func BenchmarkFirstCopy(b *testing.B) {
 	})
 }
 
+// drop removes the binding of key from the cache, if any (benchmarks of
+// the first copy of a pair).
+func drop(key bindKey) {
+	i := setOf(key.sum())
+	for j := i; j < i+2; j++ {
+		if b := bindings[j].Load(); b != nil && b.key == key {
+			bindings[j].CompareAndSwap(b, nil)
+		}
+	}
+}
+
 // firstCopy drops the binding of c's pair from the cache (the cost of a
 // lookup) and copies it: the first copy of a new pair whose kernel is
 // loaded.
