@@ -142,11 +142,18 @@ func SideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
 // a multiple of 4 whose quarter is odd, so that neighbouring slots start in
 // different banks.
 func BoxRunPitch(runLen, item int64) int64 {
-	p := (runLen*item+3)&^3 + 4
-	if (p/4)%2 == 0 {
-		p += 4
+	return oddWords((runLen*item+3)&^3 + 4)
+}
+
+// oddWords returns the multiple of 4 u, or u+4 where u/4 is even: a step
+// of an odd number of 4-byte words, so that 32 consecutive steps fall in
+// 32 different shared-memory banks (the store phase's threads read
+// consecutive elements of a dst run, which may lie one such step apart).
+func oddWords(u int64) int64 {
+	if (u/4)%2 == 0 {
+		return u + 4
 	}
-	return p
+	return u
 }
 
 // BoxSrcWeights lays out a box tile's src runs in shared memory: it sets
@@ -155,7 +162,8 @@ func BoxRunPitch(runLen, item int64) int64 {
 // Within a run elements follow each other (reversed runs: backwards from
 // the run's last slot byte); from run to run the step along the i-th dim
 // outside the runs is U_i + (ss[k]·item mod 4), U_1 = BoxRunPitch and
-// U_{i+1} = t_i·(U_i + 4). A slot's address then equals its src address
+// U_{i+1} = t_i·(U_i + 4), each rounded up to an odd number of words
+// (oddWords). A slot's address then equals its src address
 // modulo 4 up to one phase common to the whole tile, so a run moves as the
 // aligned words that cover it, and no two slots' words overlap. ss may be
 // nil for the size alone (the weights then are not set).
@@ -177,7 +185,7 @@ func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 
 		if w != nil {
 			w[k] = u + ((ss[k]*item)%4+4)%4
 		}
-		u = tile[k] * (u + 4)
+		u = oddWords(tile[k] * (u + 4))
 	}
 	return u + 4
 }
@@ -255,7 +263,7 @@ func sideSize(ord []int8, shape, strides, tile []int64, item int64) (runLen, run
 			u = BoxRunPitch(runLen, item)
 		}
 		runs *= t
-		u = t * (u + 4)
+		u = oddWords(t * (u + 4))
 	}
 	if inRun {
 		u = BoxRunPitch(runLen, item)

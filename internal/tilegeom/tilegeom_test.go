@@ -147,6 +147,14 @@ func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
 	if d2 := BoxSrcWeights(&src, nil, tile, item, nil); d2 != data {
 		t.Fatalf("data bytes %d with strides, %d without", data, d2)
 	}
+	// Each step from run to run is an odd number of words, give or take
+	// the src phase: 32 consecutive runs along any dim start in 32 banks.
+	for i := src.NRun; i < src.NDims; i++ {
+		k := src.Order[i]
+		if u := w[k] - ((ss[k]*item)%4+4)%4; u%4 != 0 || (u/4)%2 != 1 {
+			t.Fatalf("dim %d: step %d between slots is not an odd number of words (weights %v, tile %v)", k, w[k], w, tile)
+		}
+	}
 	contig := src.Step == 1 || src.Step == -1
 	type span struct{ lo, hi int64 }
 	var spans [4][]span
