@@ -13,6 +13,10 @@ import (
 const (
 	attrMaxThreadsPerBlock         = 1
 	attrMaxSharedMemoryPerBlock    = 8
+	attrMaxThreadsPerSM            = 39
+	attrMaxSharedMemoryPerSM       = 81
+	attrMaxBlocksPerSM             = 106
+	attrReservedSharedPerBlock     = 111
 	attrMultiprocessorCount        = 16
 	attrUnifiedAddressing          = 41
 	attrComputeCapabilityMajor     = 75
@@ -38,6 +42,10 @@ type Device struct {
 	totalMem                int64
 	maxShared, maxSharedOpt int
 	memPools, managed       bool
+	// per multiprocessor (0 where the driver does not say): the most
+	// threads, shared memory and blocks it holds at once, and the shared
+	// memory the driver keeps for each block.
+	smThreads, smShared, smBlocks, reservedShared int
 }
 
 var devices struct {
@@ -108,6 +116,19 @@ func GetDevice(ordinal int) (*Device, error) {
 			return nil, err
 		}
 		*a.dst = v
+	}
+	for _, a := range []struct {
+		attr int
+		dst  *int
+	}{
+		{attrMaxThreadsPerSM, &d.smThreads},
+		{attrMaxSharedMemoryPerSM, &d.smShared},
+		{attrMaxBlocksPerSM, &d.smBlocks},
+		{attrReservedSharedPerBlock, &d.reservedShared},
+	} {
+		if v, err := d.attribute(a.attr); err == nil {
+			*a.dst = v
+		}
 	}
 	if v, err := d.attribute(attrMemoryPoolsSupported); err == nil {
 		d.memPools = v != 0 && drv.cuMemAllocAsync != 0 && drv.cuMemFreeAsync != 0
@@ -205,6 +226,23 @@ func (d *Device) TotalMemory() int64 {
 		return 0
 	}
 	return d.totalMem
+}
+
+// ResidentBlocks returns how many blocks of threads threads, each with
+// shared bytes of dynamic shared memory, one multiprocessor holds at once,
+// as its thread, shared-memory and block limits allow (registers are not
+// counted), or 0 where the driver did not report those limits. A kernel
+// that loops over its work sizes its grid by it: a block beyond what the
+// multiprocessors hold waits for a second wave and runs nearly alone.
+func (d *Device) ResidentBlocks(threads, shared int) int {
+	if d == nil || d.smThreads == 0 || d.smShared == 0 || threads <= 0 || shared < 0 {
+		return 0
+	}
+	n := min(d.smThreads/threads, d.smShared/(shared+d.reservedShared))
+	if d.smBlocks > 0 {
+		n = min(n, d.smBlocks)
+	}
+	return n
 }
 
 // MaxSharedMemoryPerBlock returns the shared memory a block gets without
