@@ -275,6 +275,11 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
+		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
+			const u8* const ge = g0 + 4 * nw;
+			for (const u8* g = g0 + 4 * lane; g < ge; g += 4 * L) cpa4(e + (g - p), g);
+			continue;
+		}
 		for (int x = lane; x < nw; x += L) {
 			const u8* const g = g0 + 4 * x;
 			u8* const s = e + (g - p);
@@ -484,17 +489,19 @@ __device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, c
 		}
 	}
 }
-// storeElems writes dst runs one element per thread (strided runs, or ES).
+// storeElems writes dst runs one element per thread (strided runs, or ES),
+// each thread's elements L apart (jump bytes in dst).
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
+	const long long jump = (long long)a.dstep * S << a.lgd;
 	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
 		int m, lane, len;
 		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
-		u8* const p = dst + (long long)(c.db + t.dOff[m]) * S;
+		u8* q = dst + (long long)(c.db + t.dOff[m] + (I)lane * a.dstep) * S;
 		const u8* const sa = sm + t.dBase[m] + c.ph;
-		for (int i = lane; i < len; i += L) {
-			u8* const q = p + (long long)i * a.dstep * S;
-			const u8* const s = sa + t.dElem[i];
+		const int* e = t.dElem + lane;
+		for (int i = lane; i < len; i += L, q += jump, e += L) {
+			const u8* const s = sa + *e;
 #pragma unroll
 			for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
 		}
