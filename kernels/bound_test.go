@@ -4,10 +4,10 @@ import "testing"
 
 func TestResidentGrid(t *testing.T) {
 	for _, c := range []struct {
-		grid     uint32
-		sm, fit  int
-		want     uint32
-		whyShort string
+		grid    uint32
+		sm, fit int
+		want    uint32
+		why     string
 	}{
 		{1056, 132, 7, 924, "8 blocks an SM asked, 7 fit"},
 		{1056, 132, 8, 1056, "all fit"},
@@ -17,7 +17,7 @@ func TestResidentGrid(t *testing.T) {
 		{1056, 132, -1, 1056, "limits unknown"},
 	} {
 		if got := residentGrid(c.grid, c.sm, c.fit); got != c.want {
-			t.Errorf("residentGrid(%d, %d, %d) = %d, want %d (%s)", c.grid, c.sm, c.fit, got, c.want, c.whyShort)
+			t.Errorf("residentGrid(%d, %d, %d) = %d, want %d (%s)", c.grid, c.sm, c.fit, got, c.want, c.why)
 		}
 	}
 }
