@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
@@ -204,8 +205,8 @@ func (w *argWriter) put(name string, vs ...int64) {
 		w.err = fmt.Errorf("%w: %s written after the last field", ErrArgs, name)
 		return
 	}
-	f := w.spec[w.i]
-	if f.Name != name || len(vs) != f.count(w.nd) {
+	f := &w.spec[w.i]
+	if len(vs) != f.count(w.nd) || !sameName(f.Name, name) {
 		w.err = fmt.Errorf("%w: field %d is %s[%d], the packer wrote %s[%d]", ErrArgs, w.i, f.Name, f.count(w.nd), name, len(vs))
 		return
 	}
@@ -224,6 +225,13 @@ func (w *argWriter) put(name string, vs ...int64) {
 
 // divisors writes the fast-division multipliers of ds (field mul) and
 // their shifts (field shr).
+// sameName reports whether a and b are equal, first by their bytes'
+// address: a packer's field names are the same constants as its spec's,
+// which the linker stores once.
+func sameName(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
 func (w *argWriter) divisors(sig layout.Signature, mul, shr string, ds []int64) {
 	var m, s [max(MaxNDim, layout.MaxBoxNDim)]int64
 	for i, d := range ds {

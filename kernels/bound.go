@@ -38,7 +38,15 @@ type Bound struct {
 	fn   atomic.Pointer[cuda.Function] // the kernel Enqueue launches: loaded on first use, then maybe the specialised one
 	spec atomic.Pointer[string]        // the specialised kernel's name, once fn is that kernel
 	dev  *cuda.Device
+	// slab holds the plan's slices and the argument block of a copy whose
+	// dst has up to gen.DefaultMaxNDim dims (TestSlab), so that binding one
+	// allocates nothing of its own; a larger rank allocates its slab.
+	slab [112]int64
 }
+
+// slabWords is the size, in int64, of a slab for a canonical form of n
+// dims: four slices of the plan and the largest argument block.
+func slabWords(n int) int { return 4*n + (gen.MaxArgsSize(n)+7)/8 }
 
 // Bind plans the copy of every element of a src view of layout src into a
 // dst view of layout dst on dev, for views whose lowest bytes are aligned
@@ -65,7 +73,12 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 	// canonical form has at most one dim more than dst: an item split into
 	// 16-byte elements).
 	n := dst.NDim() + 1
-	sl := make([]int64, 4*n+(gen.MaxArgsSize(n)+7)/8)
+	sl := b.slab[:]
+	if w := slabWords(n); w <= len(sl) {
+		sl = sl[:w]
+	} else {
+		sl = make([]int64, w)
+	}
 	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n:4*n]
 	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
 		return err
@@ -78,7 +91,7 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 	}
 	args := unsafe.Slice((*byte)(unsafe.Pointer(&sl[4*n])), 8*(len(sl)-4*n))
 	if fn, k, ok := jit.Default.Loaded(dev, b.Plan.Sig); ok {
-		b.fn.Store(&fn) // the usual case: a new pair of a loaded kernel
+		b.fn.Store(fn) // the usual case: a new pair of a loaded kernel
 		return b.pack(dev, k.Name, k.Knobs, args)
 	}
 	k, err := jit.For(b.Plan.Sig, dev.Arch())

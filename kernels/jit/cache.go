@@ -203,14 +203,16 @@ func load(dev *cuda.Device, source, name string, params []cuda.Param, opts Optio
 
 // Loaded returns the kernel for sig on dev and its function if Kernel has
 // loaded them already (one lock-free map lookup, no allocation), else
-// false: it neither renders nor compiles.
-func (c *Cache) Loaded(dev *cuda.Device, sig layout.Signature) (cuda.Function, Kernel, bool) {
+// false: it neither renders nor compiles. The two point into the cache's
+// entry, which never changes: the caller may keep them but must not write
+// through them.
+func (c *Cache) Loaded(dev *cuda.Device, sig layout.Signature) (*cuda.Function, *Kernel, bool) {
 	if m := c.sigs.Load(); m != nil {
 		if e, ok := (*m)[sigKey{dev, sig}]; ok {
-			return e.fn, e.k, true
+			return &e.fn, &e.k, true
 		}
 	}
-	return cuda.Function{}, Kernel{}, false
+	return nil, nil, false
 }
 
 // Kernel returns the kernel for sig on dev (For: the registered one, else
