@@ -92,8 +92,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 
 // boxLanes returns log2 of the threads per run of the box tile's three
 // phases: a strided src run's elements (lgs), a contiguous src run's words
-// (lgw), a dst run's 16-byte pieces, its 4-byte words (WordStore: a warp)
-// or, with ElemStore or strided dst runs, its elements (lgd). Each is a power of two: the knob's lanes (a warp for
+// (lgw), a dst run's 16-byte pieces or, with ElemStore or strided dst runs,
+// its elements (lgd). Each is a power of two: the knob's lanes (a warp for
 // elements; four times LoadLanes for words), more when the tile has too few
 // runs to keep the block busy, never more than the run has pieces
 // (elements) or the block has threads.
@@ -107,10 +107,7 @@ func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd in
 	lgs = lanes(32, src.RunLen, src.Runs)
 	lgw = lanes(4*k.LoadLanes, words, src.Runs)
 	lgd = lanes(k.StoreLanes, pieces, dst.Runs)
-	switch {
-	case k.WordStore && item < 4 && dst.Step == 1 && src.Step > 0: // the kernel's wsOn
-		lgd = lanes(32, ceilDiv(dst.RunLen*item, 4)+1, dst.Runs)
-	case k.ElemStore || (dst.Step != 1 && dst.Step != -1):
+	if k.ElemStore || (dst.Step != 1 && dst.Step != -1) {
 		lgd = lanes(32, dst.RunLen, dst.Runs)
 	}
 	return lgs, lgw, lgd

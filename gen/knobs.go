@@ -52,14 +52,6 @@ type Knobs struct {
 	// pieces: for items under 4 bytes, one shared-memory read per element
 	// without bank conflicts beats assembling pieces from many runs.
 	ElemStore bool
-	// WordStore makes the box-tile kernel write contiguous dst runs of
-	// items under 4 bytes in aligned 4-byte words, each assembled from
-	// shared memory with one read per item along dst's fastest dim (or two
-	// word reads where that dim is also src's), instead of one store per
-	// item: a quarter of the stores and about half the instructions. It
-	// takes precedence over ElemStore where it applies (dst step 1, src
-	// step positive).
-	WordStore bool
 	// Specialise lets a copy that runs again get a kernel specialised to
 	// its plan (kernels.Bound.SpecialiseLater: compiled in the background,
 	// swapped in when ready): set where that was measured faster than the
@@ -105,7 +97,6 @@ var knobTable = [...]struct {
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
 	{"elemstore", func(k *Knobs) int { return b2i(k.ElemStore) }, func(k *Knobs, v int) { k.ElemStore = v != 0 }},
-	{"wordstore", func(k *Knobs) int { return b2i(k.WordStore) }, func(k *Knobs, v int) { k.WordStore = v != 0 }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 }
 

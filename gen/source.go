@@ -41,7 +41,6 @@ type kernelData struct {
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
 	ElemStore bool         // btile: dst runs written one element per thread
-	WordStore bool         // btile: dst runs of items under 4 bytes written in 4-byte words
 	Pow2      bool         // S is a power of two: one gather case
 	Gather    []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
@@ -137,7 +136,6 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements
 		d.Pow2 = s&(s-1) == 0
 		d.ElemStore = k.ElemStore
-		d.WordStore = k.WordStore && s < 4
 		d.Gather = gatherCases(s, d.G)
 	}
 	return d

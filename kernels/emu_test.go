@@ -21,9 +21,8 @@ import (
 // names (specialised to the plan's argument block when spec is set),
 // emulated on the CPU (internal/cudaemu), and compares the dst span with
 // runtime/hostcopy's on a poisoned buffer. smCount is small so that the
-// looping grids take several trips. tweak, if not nil, changes the knobs
-// the kernel is rendered and packed with.
-func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, tweak func(*gen.Knobs)) layout.Signature {
+// looping grids take several trips.
+func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signature {
 	t.Helper()
 	dmis, smis := int(c.DstBase%256), int(c.SrcBase%256)
 	opt := PlanOptions(nil, 0x10000+uintptrOf(dmis), 0x10000+uintptrOf(smis), c.Dst.Itemsize())
@@ -46,12 +45,6 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, tweak func(*
 	k, err := jit.For(p.Sig, 90)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if tweak != nil {
-		tweak(&k.Knobs)
-		if k.Source, err = gen.Source(p.Sig, k.Knobs); err != nil {
-			t.Fatal(err)
-		}
 	}
 	args := make([]byte, gen.ArgsSize(p.Sig))
 	l, err := gen.Pack(p.Sig, k.Knobs, &p, 1+r.IntN(3), args)
@@ -109,7 +102,7 @@ func TestEmulatedSpecialised(t *testing.T) {
 	classes := map[layout.Class]int{}
 	for _, kind := range pairgen.Kinds {
 		for range 2 {
-			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), true, nil)
+			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), true)
 			classes[sig.Class]++
 		}
 	}
@@ -127,37 +120,12 @@ func TestEmulatedKernels(t *testing.T) {
 	classes := map[layout.Class]int{}
 	for _, kind := range pairgen.Kinds {
 		for i := 0; i < n; i++ {
-			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), false, nil)
+			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), false)
 			classes[sig.Class]++
 		}
 	}
 	t.Logf("classes: %v", classes)
 	if classes[layout.ClassBoxTile] == 0 {
 		t.Error("no box-tile plan among the pairs")
-	}
-}
-
-// TestEmulatedWordStore runs random box-tile pairs of items under 4 bytes
-// through their kernels with the WordStore knob on and off, whatever the
-// tuning table says, so that both store paths stay checked.
-func TestEmulatedWordStore(t *testing.T) {
-	r := emuRand(t, 5)
-	n := 24
-	if testing.Short() {
-		n = 6
-	}
-	found := map[bool]int{}
-	for tries := 0; found[true]+found[false] < 2*n && tries < 4000; tries++ {
-		c := pairgen.Random(r, 48<<10)
-		if c.Dst.Itemsize() >= 4 {
-			continue
-		}
-		on := found[true] <= found[false]
-		if sig := emuCopy(t, r, c, false, func(k *gen.Knobs) { k.WordStore = on }); sig.Class == layout.ClassBoxTile && sig.Itemsize < 4 {
-			found[on]++
-		}
-	}
-	if found[true] < n || found[false] < n {
-		t.Fatalf("box-tile pairs of small items: %d with word stores, %d without; want %d each", found[true], found[false], n)
 	}
 }

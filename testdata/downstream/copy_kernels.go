@@ -188,7 +188,6 @@ var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	TileBytes:   16384,
 	Unroll:      1,
 	WordCols:    false,
-	WordStore:   false,
 }
 
 // srcSkTileNd4F1I2V8I32 is the CUDA source of kernel sk_tile_nd4_f1_i2_v8_i32 (tile:nd=4,fast=1,item=2,vec=8,idx=32).
@@ -330,7 +329,6 @@ var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	TileBytes:   16384,
 	Unroll:      1,
 	WordCols:    true,
-	WordStore:   false,
 }
 
 // srcSkElemNd7I4V1I32 is the CUDA source of kernel sk_elem_nd7_i4_v1_i32 (elem:nd=7,item=4,vec=1,idx=32).
@@ -441,7 +439,6 @@ var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	TileBytes:   16384,
 	Unroll:      1,
 	WordCols:    false,
-	WordStore:   false,
 }
 
 // init registers every kernel of this file with the runtime's registry.

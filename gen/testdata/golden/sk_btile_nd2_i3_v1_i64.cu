@@ -41,7 +41,6 @@ enum { G = 1 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 1 }; // 1: dst runs written one element per thread
-enum { WS = 0 }; // 1: contiguous dst runs written in 4-byte words (wsOn)
 // A is the argument block, written from gen's description of it (args.go).
 struct A {
 	long long ntiles; // tiles in the launch
@@ -170,21 +169,13 @@ __device__ __forceinline__ void runtables(int x, const int* ord, int nrun, const
 	}
 	c = make_uint2(cc[0] | cc[1] << 16, cc[2] | cc[3] << 16);
 }
-// wsOn reports whether the store phase writes dst runs in 4-byte words
-// (storeWords): WS, dst runs contiguous and ascending, src runs not
-// reversed (every shared-memory offset of an element then is at least 0,
-// and under 64 KiB, so the element table packs its index along dst's
-// first dim beside it).
-__device__ __forceinline__ bool wsOn(const A& a) {
-	return WS && a.dstep == 1 && a.sstep > 0;
-}
 // Tables is where a block keeps, in shared memory, what is the same for
 // every whole tile (at the offsets offG… of the argument block).
 struct Tables {
 	I* sOff;      // per src run: offset in src (G)
 	I* dOff;      // per dst run: offset in dst (H)
 	int* dBase;   // per dst run: shared-memory base (A)
-	int* dElem;   // per element of a dst run: shared-memory offset (B; wsOn: | index along dst's first dim << 16)
+	int* dElem;   // per element of a dst run: shared-memory offset (B)
 	int* sSlot;   // per src run: slot (S)
 	uint2* sCoord; // per src run: ragged coordinates (Cs)
 	uint2* dCoord; // per dst run: ragged coordinates (Cd)
@@ -213,7 +204,7 @@ __device__ __forceinline__ Tables tables(u8* sm, const A& a) {
 			s += (x % t2) * a.w[k];
 			x /= t2;
 		}
-		t.dElem[i] = wsOn(a) ? s | i % (int)a.tile[a.dord[0]] << 16 : s;
+		t.dElem[i] = s;
 	}
 	return t;
 }
