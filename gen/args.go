@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
@@ -206,7 +205,7 @@ func (w *argWriter) put(name string, vs ...int64) {
 		return
 	}
 	f := &w.spec[w.i]
-	if len(vs) != f.count(w.nd) || !sameName(f.Name, name) {
+	if len(vs) != f.count(w.nd) || f.Name != name {
 		w.err = fmt.Errorf("%w: field %d is %s[%d], the packer wrote %s[%d]", ErrArgs, w.i, f.Name, f.count(w.nd), name, len(vs))
 		return
 	}
@@ -225,13 +224,6 @@ func (w *argWriter) put(name string, vs ...int64) {
 
 // divisors writes the fast-division multipliers of ds (field mul) and
 // their shifts (field shr).
-// sameName reports whether a and b are equal, first by their bytes'
-// address: a packer's field names are the same constants as its spec's,
-// which the linker stores once.
-func sameName(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
 func (w *argWriter) divisors(sig layout.Signature, mul, shr string, ds []int64) {
 	var m, s [max(MaxNDim, layout.MaxBoxNDim)]int64
 	for i, d := range ds {
