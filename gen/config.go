@@ -53,10 +53,16 @@ func colsPerThread(sig layout.Signature) int {
 }
 
 // rowsBlockX is blockDim.x of the rows kernels for inner vectors along the
-// innermost dim, x vectors per thread and threads per block: the next power
-// of two of ceil(inner/x), at most threads.
+// innermost dim, x vectors per thread and threads per block: the fewest
+// blocks of at most threads threads that cover ceil(inner/x), split evenly.
+// It need not be a power of two: blockDim.y rows share a block, each
+// thread unravels its own row, so a warp may span two rows, and a short or
+// odd inner extent (37, or 300 on 256 threads) leaves few threads idle
+// where the next power of two left up to half of them (inner 37 ran 64
+// threads a row, 27 of them idle).
 func rowsBlockX(inner int64, x, threads int) int64 {
-	return min(int64(threads), nextPow2(ceilDiv(inner, int64(x))))
+	need := max(ceilDiv(inner, int64(x)), 1)
+	return ceilDiv(need, ceilDiv(need, int64(threads)))
 }
 
 // TileConfig is the shape of the tile kernel's work: a tile of Rows × Cols
