@@ -96,13 +96,11 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 // its elements (lgd). Each is a power of two: the knob's lanes (a warp for
 // elements; four times LoadLanes for words), more when the tile has too few
 // runs to keep the block busy, never more than the run has pieces
-// (elements) or the largest power of two dividing the block's threads (so
-// that a thread serves one lane of every run it serves: the kernel takes
-// its lane once).
+// (elements) or the block has threads.
 func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd int) {
 	lanes := func(knob int, pieces, runs int64) int {
 		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
-		return log2(int(min(l, nextPow2(pieces), int64(k.Threads&-k.Threads))))
+		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
 	}
 	words := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
 	pieces := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"flag"
-	"github.com/stridekit/stridekit/internal/tilegeom"
 	"math/big"
 	"math/rand/v2"
 	"os"
@@ -300,29 +299,6 @@ func TestKnobsLookup(t *testing.T) {
 	}
 	if _, ok := k.Get("speed"); ok {
 		t.Error("Get of an unknown name reported true")
-	}
-}
-
-// TestBoxLanesDivideThreads checks that each phase's threads per run
-// divide the block's threads, as the box-tile kernel assumes when a thread
-// takes its lane once, for thread counts that are not powers of two too.
-func TestBoxLanesDivideThreads(t *testing.T) {
-	for _, threads := range []int{32, 96, 160, 256, 384, 1024} {
-		for _, runs := range []int64{1, 2, 3, 7, 64, 1000} {
-			for _, runLen := range []int64{1, 5, 64, 4096} {
-				k := Knobs{Threads: threads, LoadLanes: 8, StoreLanes: 8}
-				side := tilegeom.BoxSide{RunLen: runLen, Runs: runs, Step: 1}
-				for _, es := range []bool{false, true} {
-					k.ElemStore = es
-					lgs, lgw, lgd := boxLanes(k, &side, &side, 1)
-					for _, lg := range []int{lgs, lgw, lgd} {
-						if threads%(1<<lg) != 0 {
-							t.Errorf("threads %d, %d runs of %d: 2^%d threads per run do not divide the block", threads, runs, runLen, lg)
-						}
-					}
-				}
-			}
-		}
 	}
 }
 

@@ -129,29 +129,15 @@ __device__ __forceinline__ u32 lds_g(const u8* p) {
 __device__ __forceinline__ void st_g(u8* p, u32 v) {
 	*(u32*)p = v;
 }
-// Shm is the block's shared memory: its generic pointer and its address in
-// the shared window, which cp.async takes (converted once: a conversion is
-// a special-register read the compiler does not hoist out of loops).
-struct Shm {
-	u8* p;
-	u32 a;
-};
-__device__ __forceinline__ u32 shaddr(u8* p) {
+// cpa4 copies the 4 bytes at g (global) to s (shared), asynchronously where
+// the GPU can (compute capability 8.0 and up: cp.async, no register holds
+// them, so a thread keeps any number in flight); cpa_wait waits for this
+// thread's copies.
+__device__ __forceinline__ void cpa4(u8* s, const u8* g) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	return (u32)__cvta_generic_to_shared(p);
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((u32)__cvta_generic_to_shared(s)), "l"(g) : "memory");
 #else
-	return 0;
-#endif
-}
-// cpa4 copies the 4 bytes at g (global) to shared-memory offset s,
-// asynchronously where the GPU can (compute capability 8.0 and up:
-// cp.async, no register holds them, so a thread keeps any number in
-// flight); cpa_wait waits for this thread's copies.
-__device__ __forceinline__ void cpa4(const Shm& m, u32 s, const u8* g) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(m.a + s), "l"(g) : "memory");
-#else
-	*(u32*)(m.p + s) = __ldg((const u32*)g);
+	*(u32*)s = __ldg((const u32*)g);
 #endif
 }
 __device__ __forceinline__ void cpa_wait() {
@@ -258,13 +244,13 @@ __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 	c.ph = (int)(((unsigned long long)src + (unsigned long long)((c.sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & 3);
 	return c;
 }
-// A phase gives each run of a side 2^lg threads: thread threadIdx.x is
-// lane threadIdx.x mod 2^lg of runs threadIdx.x >> lg, then NT >> lg runs
-// on, and so on (2^lg divides NT: gen's boxLanes), so that a thread takes
-// its lane once. runLen is the run prologue of every phase: it reports
-// false when run j lies outside a ragged tile, else sets len to the run's
+// runOf is the run-iteration prologue of every phase: work item it of a
+// phase with 2^lg threads per run is lane lane of run j; it reports false
+// when the run lies outside a ragged tile, else sets len to the run's
 // length (full, or the tile's partial length).
-__device__ __forceinline__ bool runLen(int j, bool part, const uint2* coords, const int (&rem)[4], int full, int partial, int& len) {
+__device__ __forceinline__ bool runOf(int it, int lg, bool part, const uint2* coords, const int (&rem)[4], int full, int partial, int& j, int& lane, int& len) {
+	j = it >> lg;
+	lane = it & ((1 << lg) - 1);
 	len = full;
 	if (part) {
 		if (!inside(coords[j], rem)) return false;
@@ -276,47 +262,49 @@ __device__ __forceinline__ bool runLen(int j, bool part, const uint2* coords, co
 // them, every word of the tile in flight at once. A word that reaches past
 // the src view's span (at its two ends only) moves byte by byte, only its
 // bytes in the span.
-__device__ __forceinline__ void loadWords(const Shm& sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+__device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
 	const u8* const slo = src + a.slo;
 	const u8* const shi = src + a.shi;
-	const int lg = a.lgw, L = 1 << lg, lane = threadIdx.x & (L - 1);
-	for (int j = threadIdx.x >> lg; j < a.rs; j += NT >> lg) {
-		int len;
-		if (!runLen(j, c.part, t.sCoord, c.remS, a.ls, c.lenS, len)) continue;
+	const int L = 1 << a.lgw;
+	for (int it = threadIdx.x; it < (a.rs << a.lgw); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgw, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
 		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
 		const I base = c.sb + t.sOff[j];
 		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
-		const u32 e0 = (u32)(t.sSlot[j] + c.ph + (int)(g0 - p)); // where g0 lands (≡ g0 modulo 4)
 		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
-			for (int x = lane; x < nw; x += L) cpa4(sm, e0 + 4 * x, g0 + 4 * x);
+			const u8* const ge = g0 + 4 * nw;
+			for (const u8* g = g0 + 4 * lane; g < ge; g += 4 * L) cpa4(e + (g - p), g);
 			continue;
 		}
 		for (int x = lane; x < nw; x += L) {
 			const u8* const g = g0 + 4 * x;
+			u8* const s = e + (g - p);
 			if (g >= slo && g + 4 <= shi) {
-				cpa4(sm, e0 + 4 * x, g);
+				cpa4(s, g);
 			} else {
 				for (int b = 0; b < 4; b++)
-					if (g + b >= slo && g + b < shi) sm.p[e0 + 4 * x + b] = __ldg(g + b);
+					if (g + b >= slo && g + b < shi) s[b] = __ldg(g + b);
 			}
 		}
 	}
 	cpa_wait();
 }
 // loadStridedWords stages strided src runs of items that are whole words.
-__device__ __forceinline__ void loadStridedWords(const Shm& sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
-	const int lg = a.lgs, L = 1 << lg, lane = threadIdx.x & (L - 1);
-	for (int j = threadIdx.x >> lg; j < a.rs; j += NT >> lg) {
-		int len;
-		if (!runLen(j, c.part, t.sCoord, c.remS, a.ls, c.lenS, len)) continue;
+__device__ __forceinline__ void loadStridedWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgs;
+	for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgs, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
 		const u8* const p = src + (long long)(c.sb + t.sOff[j]) * S;
-		const u32 d = (u32)(t.sSlot[j] + c.ph);
+		u8* const d = sm + t.sSlot[j] + c.ph;
 		for (int i = lane; i < len; i += L) {
 			const u8* const q = p + (long long)i * a.sstep * S;
 #pragma unroll
-			for (int g = 0; g < S / 4; g++) cpa4(sm, d + i * S + 4 * g, q + 4 * g);
+			for (int g = 0; g < S / 4; g++) cpa4(d + i * S + 4 * g, q + 4 * g);
 		}
 	}
 	cpa_wait();
@@ -324,10 +312,10 @@ __device__ __forceinline__ void loadStridedWords(const Shm& sm, const u8* src, c
 // loadStridedItems stages strided src runs of smaller items, granule by
 // granule, KE elements in flight per thread.
 __device__ __forceinline__ void loadStridedItems(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
-	const int lg = a.lgs, L = 1 << lg, lane = threadIdx.x & (L - 1), P = (a.ls + L - 1) >> lg;
-	for (int j = threadIdx.x >> lg; j < a.rs; j += NT >> lg) {
-		int len;
-		if (!runLen(j, c.part, t.sCoord, c.remS, a.ls, c.lenS, len)) continue;
+	const int L = 1 << a.lgs, P = (a.ls + L - 1) >> a.lgs;
+	for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, a.lgs, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
 		const u8* const p = src + (long long)(c.sb + t.sOff[j]) * S;
 		u8* const d = sm + t.sSlot[j] + c.ph;
 		for (int u0 = 0; u0 < P; u0 += KE) {
@@ -374,10 +362,10 @@ __device__ __forceinline__ uint4 gather16(const u8* sa, const int* tB, int b0, i
 // storePieces writes contiguous dst runs in aligned 16-byte pieces, their
 // unaligned ends granule by granule.
 __device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
-	const int lg = a.lgd, L = 1 << lg, lane = threadIdx.x & (L - 1);
-	for (int m = threadIdx.x >> lg; m < a.rd; m += NT >> lg) {
-		int len;
-		if (!runLen(m, c.part, t.dCoord, c.remD, a.ld, c.lenD, len)) continue;
+	const int L = 1 << a.lgd;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
 		const I base = c.db + t.dOff[m];
 		u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
 		const int nb = len * S;
@@ -400,11 +388,11 @@ __device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, c
 // storeElems writes dst runs one element per thread (strided runs, or ES),
 // each thread's elements L apart (jump bytes in dst).
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
-	const int lg = a.lgd, L = 1 << lg, lane = threadIdx.x & (L - 1);
-	const long long jump = (long long)a.dstep * S << lg;
-	for (int m = threadIdx.x >> lg; m < a.rd; m += NT >> lg) {
-		int len;
-		if (!runLen(m, c.part, t.dCoord, c.remD, a.ld, c.lenD, len)) continue;
+	const int L = 1 << a.lgd;
+	const long long jump = (long long)a.dstep * S << a.lgd;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
 		u8* q = dst + (long long)(c.db + t.dOff[m] + (I)lane * a.dstep) * S;
 		const u8* const sa = sm + t.dBase[m] + c.ph;
 		const int* e = t.dElem + lane;
@@ -427,16 +415,15 @@ __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, co
 // offsets for every whole tile and are built once per block.
 extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __restrict__ dst, const u8* __restrict__ src, const A a) {
 	extern __shared__ __align__(16) u8 sm[];
-	const Shm shm = {sm, shaddr(sm)};
 	const Tables t = tables(sm, a);
 	const U ntiles = (U)a.ntiles;
 	for (U n = blockIdx.x; n < ntiles; n += gridDim.x) {
 		const Tile c = tileAt(n, src, a);
 		__syncthreads(); // tables built; the previous tile's readers are done
 		if (a.sstep == 1 || a.sstep == -1) {
-			loadWords(shm, src, a, t, c);
+			loadWords(sm, src, a, t, c);
 		} else if (S % 4 == 0) {
-			loadStridedWords(shm, src, a, t, c);
+			loadStridedWords(sm, src, a, t, c);
 		} else {
 			loadStridedItems(sm, src, a, t, c);
 		}
