@@ -302,8 +302,9 @@ func TestKnobsLookup(t *testing.T) {
 	}
 }
 
-// TestRowsBlockX checks the rows kernels' blockDim.x: enough threads for
-// the row in the fewest blocks, at most threads, split evenly.
+// TestRowsBlockX checks the rows kernels' blockDim.x: a row that fits one
+// block gets exactly its threads, a longer one the fewest blocks of whole
+// warps.
 func TestRowsBlockX(t *testing.T) {
 	for _, c := range []struct {
 		inner      int64
@@ -313,8 +314,12 @@ func TestRowsBlockX(t *testing.T) {
 		{37, 1, 256, 37},
 		{64, 1, 256, 64},
 		{256, 1, 256, 256},
-		{300, 1, 256, 150},
+		{300, 1, 256, 160},
+		{903, 1, 256, 256},
+		{600, 1, 96, 96},
 		{1000, 4, 256, 250},
+		{4000, 1, 1024, 1024},
+		{2100, 1, 1024, 704},
 		{1 << 20, 1, 256, 256},
 		{1, 1, 256, 1},
 	} {
