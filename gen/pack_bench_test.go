@@ -62,3 +62,52 @@ func BenchmarkPackBoxTile32(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanPackDispatch is the plan and packing of memview's dispatch
+// cases (runtime/memview's BenchmarkDispatchOverFloor), one of each kernel
+// class: the part of a first copy's host time that needs no GPU, so that
+// planning can be made cheaper on a machine without one.
+func BenchmarkPlanPackDispatch(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		shape, ss []int64
+		item      int
+		class     layout.Class
+	}{
+		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4, layout.ClassTile},
+		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1, layout.ClassBoxTile},
+		{"elem-f32-slice2", []int64{64, 128}, []int64{512, 2}, 4, layout.ClassElementwise},
+		{"bcast-f32-row", []int64{64, 128}, []int64{0, 1}, 4, layout.ClassBroadcast},
+		{"fill-f32", []int64{64, 128}, []int64{0, 0}, 4, layout.ClassFill},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dst, err := layout.New(c.shape, nil, c.item)
+			if err != nil {
+				b.Fatal(err)
+			}
+			src, err := layout.New(c.shape, c.ss, c.item)
+			if err != nil {
+				b.Fatal(err)
+			}
+			opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+			var p layout.Plan
+			if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
+				b.Fatal(err)
+			}
+			if p.Sig.Class != c.class {
+				b.Fatalf("%s plans as %v, want %v", c.name, p.Sig, c.class)
+			}
+			k := gen.KnobsFor(p.Sig, 90)
+			buf := make([]byte, 4096)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := gen.Pack(p.Sig, k, &p, 132, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
