@@ -20,13 +20,18 @@ func benchPlanPack(b *testing.B, n int64, want layout.Class) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt := layout.PlanOptions{DstAlign: 256, SrcAlign: 256}
+	planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 256, SrcAlign: 256}, want)
+}
+
+// planPackLoop checks that dst ← src plans as class want under opt, then
+// times planning and packing it again, b.N times.
+func planPackLoop(b *testing.B, dst, src layout.Layout, opt layout.PlanOptions, want layout.Class) {
 	var p layout.Plan
 	if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
 		b.Fatal(err)
 	}
 	if p.Sig.Class != want {
-		b.Fatalf("%d×%d transpose plans as %v, want %v", n, n, p.Sig, want)
+		b.Fatalf("%v ← %v plans as %v, want %v", dst, src, p.Sig, want)
 	}
 	k := gen.KnobsFor(p.Sig, 90)
 	buf := make([]byte, 4096)
@@ -89,25 +94,7 @@ func BenchmarkPlanPackDispatch(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
-			var p layout.Plan
-			if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
-				b.Fatal(err)
-			}
-			if p.Sig.Class != c.class {
-				b.Fatalf("%s plans as %v, want %v", c.name, p.Sig, c.class)
-			}
-			k := gen.KnobsFor(p.Sig, 90)
-			buf := make([]byte, 4096)
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := gen.Pack(p.Sig, k, &p, 132, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}, c.class)
 		})
 	}
 }
