@@ -224,9 +224,12 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 		rows, cols := tilegeom.TileEdges(int(item), int(v))
 		// Items whose size is not a power of two (12 bytes) go to the box
 		// tile, which moves 4-byte-aligned items as words; the vector tile
-		// would move them one at a time. Accesses narrower than 4 bytes
-		// go to the box tile too, which moves words.
-		if v*item >= 4 && item&(item-1) == 0 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
+		// would move them one at a time (0.67-0.74x the box tile on an
+		// H100). Vectors narrower than 8 bytes go there too, except those
+		// of 4 bytes that pack 1- or 2-byte items: single floats in 32×32
+		// tiles ran 0.62-1.42x the box tile (six of ten cases slower),
+		// four bytes and two halves in 64×64 tiles 1.11-1.37x.
+		if (v*item >= 8 || (item < 4 && v*item >= 4)) && item&(item-1) == 0 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
 			p.Sig.Class, p.Sig.Fast, p.Sig.Vec = ClassTile, uint8(f), uint8(v)
 			return
 		}
@@ -268,11 +271,13 @@ func tileFast(j *joint) int {
 
 // tileFits reports whether an extent e fills at least five eighths of the
 // tiles of edge t that cover it: else a box tile, which folds dims and cuts
-// them evenly, serves the dim better. Measured on an H100 (a 100-case
-// random sweep, both planners in one run): the vector tile beat the box
-// tile by 1.11-1.39x on every case whose two fast dims filled 62-100% of
-// their tiles (a 67 by 1944 f32 transpose: 62 -> 87% of memcpy), and lost
-// where one filled half (16 of 32: 92 -> 55%).
+// them evenly, serves the dim better. Measured on an H100 (seeds 179, 181
+// and 191, 100 random cases of 64 MiB each, both planners in one run): the
+// cases of 8- and 16-byte items and of packed 1- and 2-byte items that
+// moved from the box tile ran 1.09-1.39x faster with their fast dims
+// filling 62-100% of their tiles (an 8-byte 107 by 71 transpose, 69 -> 77%
+// of memcpy), and a fast dim filling half its tiles lost (16 of 32: 92 ->
+// 55%, float32).
 func tileFits(e, t int64) bool {
 	full := (e + t - 1) / t * t
 	return 8*e >= 5*full
