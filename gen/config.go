@@ -80,13 +80,6 @@ type TileConfig struct {
 }
 
 // tileConfig returns the tile of a ClassTile signature under knobs k.
-// ByteRows reports whether sig's tile kernel moves its items as bytes
-// gathered into aligned 4-byte words (templates/tileb.cu.tmpl): items
-// under 4 bytes in no wider vector, whatever their runs' alignment.
-func ByteRows(sig layout.Signature) bool {
-	return sig.Class == layout.ClassTile && sig.Itemsize < 4 && sig.Vec == 1
-}
-
 func tileConfig(sig layout.Signature, k Knobs) TileConfig {
 	r, c := tilegeom.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)

@@ -77,9 +77,6 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 			t *= d
 		}
 		n[0] = t
-		if ByteRows(sig) {
-			n[1], n[2] = -p.SrcOffset, p.SrcSpan-p.SrcOffset // src bytes the kernel may read
-		}
 		l.Grid, l.Block = Dim3{X: uint32(min(t, MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(tc.Threads), Y: 1, Z: 1}
 	default:
 		return Launch{}, fmt.Errorf("%w: class %v has no kernel", ErrPlan, sig.Class)

@@ -30,7 +30,7 @@ func referenceSource(t testing.TB, sig layout.Signature, k Knobs) string {
 	}
 	tm := refTmpl
 	var b strings.Builder
-	if err := tm.ExecuteTemplate(&b, templateFor(sig), dataFor(sig, k)); err != nil {
+	if err := tm.ExecuteTemplate(&b, templateFor(sig.Class), dataFor(sig, k)); err != nil {
 		t.Fatalf("%v: %v", sig, err)
 	}
 	return b.String()
@@ -132,7 +132,7 @@ func BenchmarkSourceTextTemplate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var sb strings.Builder
-		if err := refTmpl.ExecuteTemplate(&sb, templateFor(sig), dataFor(sig, k)); err != nil {
+		if err := refTmpl.ExecuteTemplate(&sb, templateFor(sig.Class), dataFor(sig, k)); err != nil {
 			b.Fatal(err)
 		}
 	}

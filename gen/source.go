@@ -90,14 +90,11 @@ func parsed() (map[string]*parse.Tree, error) {
 	return tmpl, parseErr
 }
 
-func templateFor(sig layout.Signature) string {
-	switch sig.Class {
+func templateFor(c layout.Class) string {
+	switch c {
 	case layout.ClassElementwise:
 		return "elem.cu.tmpl"
 	case layout.ClassTile:
-		if ByteRows(sig) {
-			return "tileb.cu.tmpl"
-		}
 		return "tile.cu.tmpl"
 	case layout.ClassBroadcast:
 		return "bcast.cu.tmpl"
@@ -169,7 +166,7 @@ func renderKernel(sig layout.Signature, k Knobs, edit func(*kernelData)) (string
 	d := dataFor(sig, k)
 	edit(&d)
 	var b strings.Builder
-	if err := render(&b, t, templateFor(sig), d); err != nil {
+	if err := render(&b, t, templateFor(sig.Class), d); err != nil {
 		return "", fmt.Errorf("gen: rendering %v: %w", sig, err)
 	}
 	return b.String(), nil

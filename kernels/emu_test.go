@@ -129,38 +129,3 @@ func TestEmulatedKernels(t *testing.T) {
 		t.Error("no box-tile plan among the pairs")
 	}
 }
-
-// byteRowsPair returns a transposing pair of items of item bytes whose two
-// fast dims are long but odd, in rows padded to multiples of 4 bytes, at
-// offsets aligned to 4, with an outer dim that is sometimes reversed or
-// stepped: what the tile kernel's byte rows serve.
-func byteRowsPair(r *rand.Rand, item int) pairgen.Pair {
-	// Odd (no vector packs them) and filling most of their tiles (64 or 128
-	// items).
-	rows, cols := int64(81+2*r.IntN(22)), int64(81+2*r.IntN(22))
-	outer := int64(1 + r.IntN(3))
-	shape := []int64{outer, rows, cols}
-	dp, sp := (cols+3)&^3+4*int64(r.IntN(2)), (rows+3)&^3 // row pitches, multiples of 4
-	dst, _ := layout.New(shape, []int64{rows * dp, dp, 1}, item)
-	ss := []int64{cols * sp * int64(1+r.IntN(2)), 1, sp}
-	if r.IntN(2) == 0 { // the outer dim reversed
-		ss[0] = -ss[0]
-	}
-	src, _ := layout.New(shape, ss, item)
-	at := func() int64 { return 4 * int64(r.IntN(64)) }
-	return pairgen.Pair{Kind: "byterows", Dst: dst, Src: src, DstBase: at(), SrcBase: at()}
-}
-
-// TestEmulatedByteRows runs transposes of 1-, 2- and 3-byte items that no
-// vector serves through the tile kernel's byte rows on the CPU, generic
-// and specialised, and checks that the planner chose that kernel.
-func TestEmulatedByteRows(t *testing.T) {
-	r := emuRand(t, 5)
-	for i := range 6 {
-		c := byteRowsPair(r, 1+i%3)
-		sig := emuCopy(t, r, c, i >= 4)
-		if !gen.ByteRows(sig) {
-			t.Errorf("%v: plan %v, want the tile kernel's byte rows", c, sig)
-		}
-	}
-}

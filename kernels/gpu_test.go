@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/kernels/jit"
@@ -255,29 +254,6 @@ func TestGPUCopies(t *testing.T) {
 			pass++
 			counts[sig.Class.String()]++
 		}
-	}
-	// Odd extents in rows padded to 4 bytes: the tile kernel's byte rows.
-	for _, b := range []struct {
-		shape, ds, ss []int64
-		item          int
-	}{
-		{[]int64{301, 203}, []int64{204, 1}, []int64{1, 304}, 1},
-		{[]int64{3, 131, 97}, []int64{131 * 98, 98, 1}, []int64{97 * 132, 1, 132}, 2},
-		{[]int64{97, 131}, []int64{132, 1}, []int64{1, 100}, 3},
-	} {
-		dl, _ := layout.New(b.shape, b.ds, b.item)
-		sl, _ := layout.New(b.shape, b.ss, b.item)
-		sig, err := runCase(t, dev, st, r, gpuCase{name: "byterows", dl: dl, sl: sl})
-		if err == nil && !gen.ByteRows(sig) {
-			err = fmt.Errorf("%v <- %v: plan %v, want the tile kernel's byte rows", dl, sl, sig)
-		}
-		if err != nil {
-			fail++
-			t.Error(err)
-			continue
-		}
-		pass++
-		counts[sig.Class.String()]++
 	}
 	var ks []string
 	for k := range counts {

@@ -90,9 +90,7 @@ const (
 //     (32 to 128 elements a side, by vector width; each extent fills at
 //     least five eighths of the tiles that cover it) and allow vectors of
 //     at least 8 bytes on both sides (4 for items of 1 and 2 bytes): the
-//     tiled kernel with vector accesses and register transposes. Items
-//     under 4 bytes that no such vector serves are tiles of Vec 1, which
-//     the kernel moves as bytes gathered into aligned words.
+//     tiled kernel with vector accesses and register transposes.
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
@@ -118,7 +116,7 @@ const (
 //   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[Fast] == 1,
 //     SrcStrides[NDim-1] != 1, Fast is the slowest canonical dim with src
 //     stride 1, Shape[NDim-1] and Shape[Fast] ≥ TileMinExtent, no src stride
-//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4, or Vec 1): Vec divides Shape[NDim-1] and Shape[Fast]; every dst
+//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4): Vec divides Shape[NDim-1] and Shape[Fast]; every dst
 //     stride but DstStrides[NDim-1], and every src stride but
 //     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are
 //     multiples of Vec·Itemsize, and so are both buffer alignments. So dst is

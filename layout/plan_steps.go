@@ -220,12 +220,16 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 	if f := tileFast(j); f >= 0 {
 		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
 		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
-		v, ok := tileVector(item, min(vd, vs))
-		if v == 1 && item < 4 {
-			ok = wordAligned(ss, f, item, p.SrcOffset, aS) && wordAligned(ds, n-1, item, p.DstOffset, aD)
-		}
+		v := min(vd, vs)
 		rows, cols := tilegeom.TileEdges(int(item), int(v))
-		if ok && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
+		// Items whose size is not a power of two (12 bytes) go to the box
+		// tile, which moves 4-byte-aligned items as words; the vector tile
+		// would move them one at a time (0.67-0.74x the box tile on an
+		// H100). Vectors narrower than 8 bytes go there too, except those
+		// of 4 bytes that pack 1- or 2-byte items: single floats in 32×32
+		// tiles ran 0.62-1.42x the box tile (six of ten cases slower),
+		// four bytes and two halves in 64×64 tiles 1.11-1.37x.
+		if (v*item >= 8 || (item < 4 && v*item >= 4)) && item&(item-1) == 0 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
 			p.Sig.Class, p.Sig.Fast, p.Sig.Vec = ClassTile, uint8(f), uint8(v)
 			return
 		}
@@ -244,50 +248,6 @@ func transposing(j *joint) bool {
 		}
 	}
 	return false
-}
-
-// tileVector returns the vector width the tile kernel would move items of
-// item bytes in, given the widest v both views allow, and whether the tile
-// kernel serves them (measured on an H100 against the box tile, random
-// sweeps, both planners in one run):
-//   - items under 4 bytes that no vector of 4 bytes packs (odd extents;
-//     3-byte items always) move as bytes gathered into aligned words on
-//     both sides (gen.ByteRows), where every run starts at a multiple of 4
-//     bytes (wordAligned; the caller checks);
-//   - 1- and 2-byte items in vectors of 4 bytes or more: 64×64 tiles with
-//     register transposes, 1.11-1.37x the box tile;
-//   - larger items whose size is a power of two, in vectors of 8 bytes or
-//     more; single floats in 32×32 tiles ran 0.62-1.42x the box tile, six of
-//     ten slower, and 12-byte items 0.67-0.74x: both stay in the box tile,
-//     which moves 4-byte-aligned items as words.
-func tileVector(item, v int64) (int64, bool) {
-	switch {
-	case item < 4 && (v*item < 4 || item == 3):
-		return 1, true
-	case item < 4:
-		return v, true
-	}
-	return v, v*item >= 8 && item&(item-1) == 0
-}
-
-// wordAligned reports whether every run along dim unit (unit stride) of a
-// view with strides st, items of item bytes, offset off and alignment al
-// starts at a multiple of 4 bytes: every other stride and the offset are.
-// The tile kernel's byte rows pay there: on an H100 a 12288 by 8192
-// transpose of 3-byte items ran at 84% of memcpy against the box tile's
-// 53%, while runs at any alignment (partial words at both ends of every
-// run, misaligned 32-byte requests) ran 0.54-1.04x the box tile on random
-// permutations (two seeds, same run).
-func wordAligned(st []int64, unit int, item, off, al int64) bool {
-	if off%4 != 0 || al%4 != 0 {
-		return false
-	}
-	for k, x := range st {
-		if k != unit && x*item%4 != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // tileFast returns the src fast dim of a ClassTile candidate, or -1: dst's

@@ -44,10 +44,6 @@ func TileEdges(item, vec int) (rows, cols int) {
 		return 64, 64
 	case vec == 2 && vb <= 8:
 		return 64, 64
-	case vec == 1 && item == 1:
-		return 128, 128 // byte rows: runs of 128 bytes on both sides
-	case vec == 1 && item < 4:
-		return 64, 64 // byte rows: runs of 128 or 192 bytes
 	}
 	return 32, 32
 }
