@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -86,14 +87,7 @@ func BenchmarkPlanPackDispatch(b *testing.B) {
 		{"fill-f32", []int64{64, 128}, []int64{0, 0}, 4, layout.ClassFill},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			dst, err := layout.New(c.shape, nil, c.item)
-			if err != nil {
-				b.Fatal(err)
-			}
-			src, err := layout.New(c.shape, c.ss, c.item)
-			if err != nil {
-				b.Fatal(err)
-			}
+			dst, src := layouttest.MustNew(b, c.shape, nil, c.item), layouttest.MustNew(b, c.shape, c.ss, c.item)
 			planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}, c.class)
 		})
 	}

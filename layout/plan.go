@@ -116,8 +116,9 @@ const (
 //   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[Fast] == 1,
 //     SrcStrides[NDim-1] != 1, Fast is the slowest canonical dim with src
 //     stride 1, Shape[NDim-1] and Shape[Fast] ≥ TileMinExtent, no src stride
-//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4): Vec divides Shape[NDim-1] and Shape[Fast]; every dst
-//     stride but DstStrides[NDim-1], and every src stride but
+//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4): Vec divides
+//     Shape[NDim-1] and Shape[Fast]; every dst stride but
+//     DstStrides[NDim-1], and every src stride but
 //     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are
 //     multiples of Vec·Itemsize, and so are both buffer alignments. So dst is
 //     accessed in vectors along dim NDim-1 and src along dim Fast.

@@ -222,14 +222,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
 		v := min(vd, vs)
 		rows, cols := tilegeom.TileEdges(int(item), int(v))
-		// Items whose size is not a power of two (12 bytes) go to the box
-		// tile, which moves 4-byte-aligned items as words; the vector tile
-		// would move them one at a time (0.67-0.74x the box tile on an
-		// H100). Vectors narrower than 8 bytes go there too, except those
-		// of 4 bytes that pack 1- or 2-byte items: single floats in 32×32
-		// tiles ran 0.62-1.42x the box tile (six of ten cases slower),
-		// four bytes and two halves in 64×64 tiles 1.11-1.37x.
-		if (v*item >= 8 || (item < 4 && v*item >= 4)) && item&(item-1) == 0 && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
+		if tileVector(item, v) && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
 			p.Sig.Class, p.Sig.Fast, p.Sig.Vec = ClassTile, uint8(f), uint8(v)
 			return
 		}
@@ -267,6 +260,18 @@ func tileFast(j *joint) int {
 		}
 	}
 	return -1
+}
+
+// tileVector reports whether the vector tile serves items of item bytes in
+// vectors of v. Items whose size is not a power of two (12 bytes) go to the
+// box tile, which moves 4-byte-aligned items as words; the vector tile
+// would move them one at a time (0.67-0.74x the box tile on an H100).
+// Vectors narrower than 8 bytes go there too, except those of 4 bytes that
+// pack 1- or 2-byte items: single floats in 32×32 tiles ran 0.62-1.42x the
+// box tile (six of ten cases slower), four bytes and two halves in 64×64
+// tiles 1.11-1.37x.
+func tileVector(item, v int64) bool {
+	return item&(item-1) == 0 && (v*item >= 8 || (item < 4 && v*item >= 4))
 }
 
 // tileFits reports whether an extent e fills at least five eighths of the
