@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 
@@ -221,7 +222,46 @@ func TestPropBoxTile(t *testing.T) {
 				t.Fatalf("tile %v of shape %v: over %d ragged dims outside the runs", tile, shape, tilegeom.MaxRagged)
 			}
 		}
+		// The tile moves no more sectors than the first candidate (skew 1).
+		if got, first := sectorsOf(tile, shape, ds, ss, item), sectorsOf(firstCandidate(shape, ds, ss, item, cap), shape, ds, ss, item); got > first {
+			t.Fatalf("tile %v moves %d sectors, the first candidate %d", tile, got, first)
+		}
 	})
+}
+
+// firstCandidate returns the tile chooseTile grows with skew 1.
+func firstCandidate(shape, ds, ss []int64, item, cap int64) []int64 {
+	n := len(shape)
+	sOrd, dOrd := growOrders(ss)
+	t := make([]int64, n)
+	c := tileChooser{t: t, shape: shape, ds: ds, ss: ss, item: item, capE: max(cap/item, 1), vol: 1,
+		sDims: tilegeom.SortedDims(nil, ss), dDims: tilegeom.SortedDims(nil, ds)}
+	c.growTile(sOrd[:n], dOrd[:n], cap, boxSkews[0])
+	return t
+}
+
+func sectorsOf(tile, shape, ds, ss []int64, item int64) int64 {
+	return tileSectors(tile, shape, ds, ss, tilegeom.SortedDims(nil, ss), tilegeom.SortedDims(nil, ds), item)
+}
+
+// TestChooseTileSectors: a 6-d float64 permutation whose first candidate
+// is evened out to half its size (extents 17 and 5 cut into 9+8 and 3+2)
+// gets the tile of a larger skew, which moves fewer sectors (measured 1.5
+// times faster on an H100).
+func TestChooseTileSectors(t *testing.T) {
+	shape := []int64{6, 240, 17, 8, 5, 9}
+	ds := []int64{1468800, 6120, 360, 45, 9, 1}
+	ss := []int64{1, 816, 6, 102, 195840, 979200}
+	const item, cap = 8, 24 << 10
+	first := firstCandidate(shape, ds, ss, item, cap)
+	if !slices.Equal(first, []int64{6, 1, 9, 1, 3, 9}) {
+		t.Fatalf("first candidate %v, want [6 1 9 1 3 9]", first)
+	}
+	tile := chooseTile(nil, shape, ds, ss, item, cap)
+	got, was := sectorsOf(tile, shape, ds, ss, item), sectorsOf(first, shape, ds, ss, item)
+	if slices.Equal(tile, first) || 100*got >= 97*was {
+		t.Fatalf("tile %v (%d sectors), want one with under 97%% of the first candidate's %v (%d)", tile, got, first, was)
+	}
 }
 
 func seqInts(n int) []int {
