@@ -40,10 +40,13 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	var sDims, dDims [MaxBoxNDim]int8
 	sd, dd := tilegeom.SortedDims(sDims[:0], ss), tilegeom.SortedDims(dDims[:0], ds)
 	var best, cand [MaxBoxNDim]int64
+	c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd}
+	c.growToTarget(sOrd[:n], dOrd[:n]) // the same for every skew
+	start, startVol := cand, c.vol
 	base, least := int64(0), int64(0)
 	for i, skew := range boxSkews {
-		c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd}
-		more := c.growTile(sOrd[:n], dOrd[:n], tileBytes, skew)
+		cand, c.vol = start, startVol
+		more := c.finishTile(sOrd[:n], dOrd[:n], tileBytes, skew)
 		cost := tileSectors(cand[:n], shape, ds, ss, sd, dd, item)
 		if i == 0 {
 			base, least, best = cost, cost, cand
@@ -106,11 +109,18 @@ func tileSectors(t, shape, ds, ss []int64, sd, dd []int8, item int64) int64 {
 // skew of boxSkews could have grown another tile (a step lengthened the
 // src run of the two where a larger skew lengthens the dst run).
 func (c *tileChooser) growTile(sOrd, dOrd []int8, tileBytes, skew int64) (more bool) {
-	n, out, shape := len(c.t), c.t, c.shape
+	c.growToTarget(sOrd, dOrd)
+	return c.finishTile(sOrd, dOrd, tileBytes, skew)
+}
+
+// growToTarget sets c.t to ones and grows each side's run to
+// boxTargetRun bytes, the shorter first (growTile's first phase).
+func (c *tileChooser) growToTarget(sOrd, dOrd []int8) {
 	ss, ds, item := c.ss, c.ds, c.item
-	for k := range out {
-		out[k] = 1
+	for k := range c.t {
+		c.t[k] = 1
 	}
+	c.vol = 1
 	target := (boxTargetRun + item - 1) / item
 	// First each side's run to the target, the shorter first.
 	var doneS, doneD bool
@@ -126,8 +136,15 @@ func (c *tileChooser) growTile(sOrd, dOrd []int8, tileBytes, skew int64) (more b
 			doneD = !c.grow(dOrd, ds, target)
 		}
 	}
+}
+
+// finishTile is growTile after its first phase: doubling, filling and
+// evening out.
+func (c *tileChooser) finishTile(sOrd, dOrd []int8, tileBytes, skew int64) (more bool) {
+	n, out, shape := len(c.t), c.t, c.shape
+	ss, ds, item := c.ss, c.ds, c.item
 	// Then double the shorter run (by skew) while the tile fits.
-	doneS, doneD = false, false
+	doneS, doneD := false, false
 	for !doneS || !doneD {
 		ls, ld := c.runLen(sOrd, ss), c.runLen(dOrd, ds)
 		if !doneS && (doneD || skew*ls <= ld) {
