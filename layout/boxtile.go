@@ -42,6 +42,10 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	var best, cand [MaxBoxNDim]int64
 	c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd}
 	c.growToTarget(sOrd[:n], dOrd[:n]) // the same for every skew
+	if small(shape, item) {
+		c.finishTile(sOrd[:n], dOrd[:n], tileBytes, boxSkews[0])
+		return append(out, cand[:n]...)
+	}
 	start, startVol := cand, c.vol
 	base, least := int64(0), int64(0)
 	for i, skew := range boxSkews {
@@ -58,6 +62,24 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 		}
 	}
 	return append(out, best[:n]...)
+}
+
+// boxChoiceBytes is the least data a copy moves for chooseTile to grow more
+// than one candidate: below it a copy's time is mostly its launch's (about
+// 3 µs on an H200), so a better tile saves less than growing and weighing
+// the others costs its first copy (about a microsecond of host time).
+const boxChoiceBytes = 1 << 20
+
+// small reports whether a copy of shape in items of item bytes moves
+// under boxChoiceBytes.
+func small(shape []int64, item int64) bool {
+	v := item
+	for _, e := range shape {
+		if v *= e; v >= boxChoiceBytes {
+			return false
+		}
+	}
+	return true
 }
 
 // growOrders returns the dims of a canonical form by |src stride| (sOrd,

@@ -247,7 +247,7 @@ func sectorsOf(tile, shape, ds, ss []int64, item int64) int64 {
 // TestChooseTileSectors: a 6-d float64 permutation whose first candidate
 // is evened out to half its size (extents 17 and 5 cut into 9+8 and 3+2)
 // gets the tile of a larger skew, which moves fewer sectors (measured 1.5
-// times faster on an H100).
+// times faster on an H100), unless the copy is small.
 func TestChooseTileSectors(t *testing.T) {
 	shape := []int64{6, 240, 17, 8, 5, 9}
 	ds := []int64{1468800, 6120, 360, 45, 9, 1}
@@ -261,6 +261,12 @@ func TestChooseTileSectors(t *testing.T) {
 	got, was := sectorsOf(tile, shape, ds, ss, item), sectorsOf(first, shape, ds, ss, item)
 	if slices.Equal(tile, first) || 100*got >= 97*was {
 		t.Fatalf("tile %v (%d sectors), want one with under 97%% of the first candidate's %v (%d)", tile, got, first, was)
+	}
+	// The same layout with 2 rather than 240 of its second dim moves 574
+	// KiB: under boxChoiceBytes, it keeps the first candidate.
+	shape[1] = 2
+	if tile, first := chooseTile(nil, shape, ds, ss, item, cap), firstCandidate(shape, ds, ss, item, cap); !slices.Equal(tile, first) {
+		t.Fatalf("small copy: tile %v, want the first candidate %v", tile, first)
 	}
 }
 
