@@ -29,7 +29,8 @@ var boxSkews = [...]int64{1, 2, 4}
 // sectors (tileSectors), the first (skew 1) unless another moves at least
 // boxSkewGain fewer: on the H100, tiles whose evened extents left them
 // half full were up to 1.6 times slower than the fuller tile of another
-// skew, and sectors ranked the candidates' measured times.
+// skew, and sectors ranked the candidates' measured times. A copy under
+// boxChoiceBytes keeps the first candidate without growing the others.
 //
 // Pre: 1 ≤ len(shape) ≤ MaxBoxNDim; no src stride is 0. Post: 1 ≤ out[k] ≤
 // shape[k], the data fits tileBytes (or is one element) and the shared
