@@ -433,7 +433,7 @@ var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	ElemStore:   false,
 	LoadLanes:   1,
 	Rows:        4,
-	Specialise:  false,
+	Specialise:  true,
 	StoreLanes:  1,
 	Threads:     256,
 	TileBytes:   16384,
