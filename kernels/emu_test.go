@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/cudaemu"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -24,15 +26,22 @@ import (
 // looping grids take several trips.
 func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signature {
 	t.Helper()
+	return emuCopyTiles(t, r, c, spec, []int{1 << 10, 4 << 10, 16 << 10}[r.IntN(3)]).Sig
+}
+
+// emuCopyTiles is emuCopy with box tiles of up to tileBytes; it returns the
+// plan.
+func emuCopyTiles(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, tileBytes int) layout.Plan {
+	t.Helper()
 	dmis, smis := int(c.DstBase%256), int(c.SrcBase%256)
 	opt := PlanOptions(nil, 0x10000+uintptrOf(dmis), 0x10000+uintptrOf(smis), c.Dst.Itemsize())
-	opt.TileBytes = []int{1 << 10, 4 << 10, 16 << 10}[r.IntN(3)]
+	opt.TileBytes = tileBytes
 	p, err := layout.PlanCopy(c.Dst, c.Src, opt)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
 	}
 	if p.Sig.Class == layout.ClassNone || p.Sig.Class == layout.ClassMemcpy {
-		return p.Sig
+		return p
 	}
 	src := make([]byte, c.Src.RequiredSizeInBytes())
 	pairgen.Fill(r, src)
@@ -68,7 +77,7 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signa
 		t.Fatalf("%v\nplan %v shape %v ds %v ss %v tile %v offsets %d/%d\nfirst bad byte %d of %d: got %#x want %#x",
 			c, p.Sig, p.Shape, p.DstStrides, p.SrcStrides, p.Tile, p.DstOffset, p.SrcOffset, bad, len(got), got[bad], want[bad])
 	}
-	return p.Sig
+	return p
 }
 
 func uintptrOf(mis int) cuda.DevicePtr { return cuda.DevicePtr(mis) }
@@ -107,6 +116,25 @@ func TestEmulatedSpecialised(t *testing.T) {
 		}
 	}
 	t.Logf("classes: %v", classes)
+}
+
+// TestEmulatedChosenBoxTile copies, on the CPU, a float64 6-d permutation
+// of 1.1 MiB whose box tile is not the planner's first candidate (chooseTile
+// keeps the candidate that moves the fewest sectors; layout's
+// TestChooseTileSectors has the full-size case): [6 1 9 1 5 9] rather than
+// [6 1 9 1 3 9], whose extent 3 of 5 leaves ragged tiles.
+func TestEmulatedChosenBoxTile(t *testing.T) {
+	r := emuRand(t, 5)
+	shape := []int64{6, 2, 2, 17, 8, 5, 9}
+	dst := layouttest.MustNew(t, shape, []int64{24480, 12240, 6120, 360, 45, 9, 1}, 8)
+	src := layouttest.MustNew(t, shape, []int64{1, 3264, 1632, 6, 102, 16320, 16320 * 5}, 8)
+	c := pairgen.Pair{Kind: "chosen-tile", Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
+	for _, spec := range []bool{false, true} {
+		p := emuCopyTiles(t, r, c, spec, 24<<10)
+		if p.Sig.Class != layout.ClassBoxTile || !slices.Equal(p.Tile, []int64{6, 1, 9, 1, 5, 9}) {
+			t.Fatalf("plan %v tile %v, want a box tile [6 1 9 1 5 9]", p.Sig, p.Tile)
+		}
+	}
 }
 
 // TestEmulatedKernels runs random pairs of every kind through their kernels
