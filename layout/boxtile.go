@@ -25,9 +25,9 @@ var boxSkews = [...]int64{1, 2, 4}
 
 // chooseTile picks the extents of a box tile for a canonical form and
 // returns them in out (reused). It grows one candidate tile for each of
-// boxSkews (growTile) and keeps the one that moves the fewest 32-byte
-// sectors (tileSectors), the first (skew 1) unless another moves at least
-// boxSkewGain fewer: on the H100, tiles whose evened extents left them
+// boxSkews (growToTarget, finishTile) and keeps the one that moves the fewest 32-byte
+// sectors (tileSectors), the first (skew 1) unless another moves under
+// boxSkewGain percent of its sectors: on the H100, tiles whose evened extents left them
 // half full were up to 1.6 times slower than the fuller tile of another
 // skew, and sectors ranked the candidates' measured times. A copy under
 // boxChoiceBytes keeps the first candidate without growing the others.
@@ -36,6 +36,16 @@ var boxSkews = [...]int64{1, 2, 4}
 // shape[k], the data fits tileBytes (or is one element) and the shared
 // memory tilegeom.MaxBoxSharedBytes.
 func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
+	skews := boxSkews[:]
+	if smallCopy(shape, item) {
+		skews = skews[:1]
+	}
+	return chooseTileOf(out, shape, ds, ss, item, tileBytes, skews)
+}
+
+// chooseTileOf is chooseTile over the candidates of skews, a prefix of
+// boxSkews (with one, that candidate, its sectors not counted).
+func chooseTileOf(out, shape, ds, ss []int64, item, tileBytes int64, skews []int64) []int64 {
 	n := len(shape)
 	sOrd, dOrd := growOrders(ss)
 	var sDims, dDims [MaxBoxNDim]int8
@@ -43,19 +53,18 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	var best, cand [MaxBoxNDim]int64
 	c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd}
 	c.growToTarget(sOrd[:n], dOrd[:n]) // the same for every skew
-	if small(shape, item) {
-		c.finishTile(sOrd[:n], dOrd[:n], tileBytes, boxSkews[0])
-		return append(out, cand[:n]...)
-	}
 	start, startVol := cand, c.vol
 	base, least := int64(0), int64(0)
-	for i, skew := range boxSkews {
+	for i, skew := range skews {
 		cand, c.vol = start, startVol
 		more := c.finishTile(sOrd[:n], dOrd[:n], tileBytes, skew)
+		if len(skews) == 1 {
+			return append(out, cand[:n]...)
+		}
 		cost := tileSectors(cand[:n], shape, ds, ss, sd, dd, item)
 		if i == 0 {
 			base, least, best = cost, cost, cand
-		} else if cost < least && cost*boxSkewGain[1] < base*boxSkewGain[0] {
+		} else if cost < least && 100*cost < boxSkewGain*base {
 			least, best = cost, cand
 		}
 		if !more {
@@ -71,9 +80,9 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 // the others costs its first copy (about a microsecond of host time).
 const boxChoiceBytes = 1 << 20
 
-// small reports whether a copy of shape in items of item bytes moves
+// smallCopy reports whether a copy of shape in items of item bytes moves
 // under boxChoiceBytes.
-func small(shape []int64, item int64) bool {
+func smallCopy(shape []int64, item int64) bool {
 	v := item
 	for _, e := range shape {
 		if v *= e; v >= boxChoiceBytes {
@@ -85,7 +94,7 @@ func small(shape []int64, item int64) bool {
 
 // growOrders returns the dims of a canonical form by |src stride| (sOrd,
 // stable) and by |dst stride| (dOrd, the canonical order reversed), the
-// orders growTile lengthens the two sides' runs in.
+// orders a candidate tile lengthens the two sides' runs in.
 func growOrders(ss []int64) (sOrd, dOrd [MaxBoxNDim]int8) {
 	n := len(ss)
 	for k := 0; k < n; k++ {
@@ -101,9 +110,9 @@ func growOrders(ss []int64) (sOrd, dOrd [MaxBoxNDim]int8) {
 	return sOrd, dOrd
 }
 
-// boxSkewGain is the fraction of the first candidate's sectors (97/100)
-// another candidate must move at most to be chosen instead.
-var boxSkewGain = [2]int64{97, 100}
+// boxSkewGain is the percentage of the first candidate's sectors another
+// candidate must move less than to be chosen instead.
+const boxSkewGain = 97
 
 // tileSectors returns the 32-byte sectors a copy through tiles of extents
 // t moves, counting every tile as whole and each run at the worst
@@ -120,24 +129,17 @@ func tileSectors(t, shape, ds, ss []int64, sd, dd []int8, item int64) int64 {
 	return tiles * (sectors(&src) + sectors(&dst))
 }
 
-// growTile sets c.t (all ones on entry) to the extents of one candidate
-// tile. It grows the tile one dim at a time, lengthening the shorter of
-// the two sides' runs: first until each side's run holds boxTargetRun
-// bytes, then doubling (the src run while it is at most 1/skew of the dst
-// run), as long as the tile's data stays within tileBytes and its shared
-// memory within tilegeom.MaxBoxSharedBytes. Then, while the tile is under
-// half full, it adds more of the dims outside the runs (more runs per
-// tile), and finally it evens out the cut dims (extent e in chunks of
-// ⌈e/⌈e/t⌉⌉) so that no tile is a sliver. It reports whether a larger
-// skew of boxSkews could have grown another tile (a step lengthened the
-// src run of the two where a larger skew lengthens the dst run).
-func (c *tileChooser) growTile(sOrd, dOrd []int8, tileBytes, skew int64) (more bool) {
-	c.growToTarget(sOrd, dOrd)
-	return c.finishTile(sOrd, dOrd, tileBytes, skew)
-}
+// A candidate tile grows one dim at a time, lengthening the shorter of the
+// two sides' runs: first until each side's run holds boxTargetRun bytes
+// (growToTarget), then doubling, the src run while it is at most 1/skew of
+// the dst run (finishTile), as long as the tile's data stays within
+// tileBytes and its shared memory within tilegeom.MaxBoxSharedBytes. Then,
+// while the tile is under half full, it takes more of the dims outside the
+// runs (more runs per tile), and last its cut dims are evened out (extent e
+// in chunks of ⌈e/⌈e/t⌉⌉) so that no tile is a sliver.
 
 // growToTarget sets c.t to ones and grows each side's run to
-// boxTargetRun bytes, the shorter first (growTile's first phase).
+// boxTargetRun bytes, the shorter first.
 func (c *tileChooser) growToTarget(sOrd, dOrd []int8) {
 	ss, ds, item := c.ss, c.ds, c.item
 	for k := range c.t {
@@ -161,8 +163,10 @@ func (c *tileChooser) growToTarget(sOrd, dOrd []int8) {
 	}
 }
 
-// finishTile is growTile after its first phase: doubling, filling and
-// evening out.
+// finishTile grows c.t from growToTarget's tile by doubling with skew,
+// fills and evens it out. It reports whether a larger skew of boxSkews
+// could grow another tile (a step lengthened the src run where a larger
+// skew lengthens the dst run).
 func (c *tileChooser) finishTile(sOrd, dOrd []int8, tileBytes, skew int64) (more bool) {
 	n, out, shape := len(c.t), c.t, c.shape
 	ss, ds, item := c.ss, c.ds, c.item

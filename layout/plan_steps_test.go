@@ -231,13 +231,7 @@ func TestPropBoxTile(t *testing.T) {
 
 // firstCandidate returns the tile chooseTile grows with skew 1.
 func firstCandidate(shape, ds, ss []int64, item, cap int64) []int64 {
-	n := len(shape)
-	sOrd, dOrd := growOrders(ss)
-	t := make([]int64, n)
-	c := tileChooser{t: t, shape: shape, ds: ds, ss: ss, item: item, capE: max(cap/item, 1), vol: 1,
-		sDims: tilegeom.SortedDims(nil, ss), dDims: tilegeom.SortedDims(nil, ds)}
-	c.growTile(sOrd[:n], dOrd[:n], cap, boxSkews[0])
-	return t
+	return chooseTileOf(nil, shape, ds, ss, item, cap, boxSkews[:1])
 }
 
 func sectorsOf(tile, shape, ds, ss []int64, item int64) int64 {
