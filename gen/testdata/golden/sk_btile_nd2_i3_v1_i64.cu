@@ -41,6 +41,7 @@ enum { G = 1 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 1 }; // 1: dst runs written one element per thread
+enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
 struct A {
 	long long ntiles; // tiles in the launch
@@ -276,8 +277,18 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
 		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
-			const u8* const ge = g0 + 4 * nw;
-			for (const u8* g = g0 + 4 * lane; g < ge; g += 4 * L) cpa4(e + (g - p), g);
+			// The steps every lane of the run takes, UE at a time, then the
+			// last lanes' one more (storeElems says why).
+			const int kf = nw >> a.lgw;
+			const u8* g = g0 + 4 * lane;
+			int k = 0;
+#pragma unroll 1
+			for (; k + UE <= kf; k += UE, g += 4 * UE * L)
+#pragma unroll
+				for (int u = 0; u < UE; u++) cpa4(e + (g + 4 * u * L - p), g + 4 * u * L);
+#pragma unroll 1
+			for (; k < kf; k++, g += 4 * L) cpa4(e + (g - p), g);
+			if (lane < nw - (kf << a.lgw)) cpa4(e + (g - p), g);
 			continue;
 		}
 		for (int x = lane; x < nw; x += L) {
@@ -489,8 +500,18 @@ __device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, c
 		}
 	}
 }
+// storeElem writes the element at s (shared) to q.
+__device__ __forceinline__ void storeElem(u8* q, const u8* s) {
+#pragma unroll
+	for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
+}
 // storeElems writes dst runs one element per thread (strided runs, or ES),
-// each thread's elements L apart (jump bytes in dst).
+// each thread's elements L apart (jump bytes in dst). The lanes of a run
+// first take the steps all of them take, UE at a time, then the last
+// lanes one more: a loop of each lane's own length, which the compiler
+// unrolls where L is a constant (the specialised tier), split each
+// unrolled step of a warp whose lanes' lengths differed in two, and ran
+// 1- and 2-byte copies up to 1.5 times slower.
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
@@ -500,11 +521,15 @@ __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, co
 		u8* q = dst + (long long)(c.db + t.dOff[m] + (I)lane * a.dstep) * S;
 		const u8* const sa = sm + t.dBase[m] + c.ph;
 		const int* e = t.dElem + lane;
-		for (int i = lane; i < len; i += L, q += jump, e += L) {
-			const u8* const s = sa + *e;
+		const int kf = len >> a.lgd;
+		int k = 0;
+#pragma unroll 1
+		for (; k + UE <= kf; k += UE, q += UE * jump, e += UE * L)
 #pragma unroll
-			for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
-		}
+			for (int u = 0; u < UE; u++) storeElem(q + u * jump, sa + e[u * L]);
+#pragma unroll 1
+		for (; k < kf; k++, q += jump, e += L) storeElem(q, sa + *e);
+		if (lane < len - (kf << a.lgd)) storeElem(q, sa + *e);
 	}
 }
 // sk_btile_nd2_i3_v1_i64 copies a transposition through box tiles: each block stages one
