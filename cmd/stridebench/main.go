@@ -8,6 +8,7 @@
 //	stridebench [run] [flags]     measure (the default subcommand)
 //	stridebench tune [flags]      tune the launch knobs into gen/tuning.txt
 //	stridebench report -json RUN.json [-json2 RANDOM.json] [-o docs/benchmarks.md]
+//	stridebench compare -old BEFORE.json -new AFTER.json
 //
 // The first argument names a subcommand when it does not start with '-';
 // each subcommand's -h lists its flags.
@@ -228,6 +229,15 @@
 // empty column for notes. It prints a summary: each named case's % of
 // memcpy and the random distribution. scripts/bench-gpu runs the whole
 // benchmark on the GPU machine and ends with it.
+//
+// # Comparing two runs
+//
+// "stridebench compare" reads two runs of the same cases (two builds, or
+// two knob settings, run one after the other on one GPU) and prints, over
+// the cases that passed in both, the ratios of their times: the geometric
+// mean, the cases that moved by more than -threshold percent either way,
+// both runs' min, p10 and median % of memcpy, the same by item size and by
+// kernel class, each tier's ratio, and the cases that moved most.
 package main
 
 import (
@@ -328,9 +338,10 @@ func parseDevice(s string, allowCPU bool) (device string, ordinal int, err error
 
 // subcommands maps each subcommand to its entry point.
 var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"run":    runCmd,
-	"tune":   tuneCmd,
-	"report": reportCmd,
+	"run":     runCmd,
+	"tune":    tuneCmd,
+	"report":  reportCmd,
+	"compare": compareCmd,
 }
 
 // runMain dispatches to a subcommand ("run" when the first argument is a
@@ -343,7 +354,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cmd, ok := subcommands[args[0]]
 		if !ok {
-			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune, report; run is the default)\n", args[0])
+			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune, report, compare; run is the default)\n", args[0])
 			return 2
 		}
 		return cmd(args[1:], stdout, stderr)
@@ -447,6 +458,7 @@ func parseSize(v string) (int64, error) {
 const helpHead = `usage: stridebench [run] [flags]
        stridebench tune [flags]      tune the kernels' launch knobs (tune -h)
        stridebench report [flags]    write docs/benchmarks.md (report -h)
+       stridebench compare [flags]   compare two runs of the same cases (compare -h)
 
 Times stridekit's copy of each case (runtime/memview's CopyFrom) against
 cuMemcpyDtoD, the roofline and (-compare) PyTorch, CuPy and JAX; prints Go
