@@ -94,7 +94,10 @@
 // bars per case, stridekit and each peer as a % of memcpy, the case's
 // roofline drawn across the group. With random cases, the outputs add the
 // distribution of % of memcpy and % of roofline (min, 10th percentile,
-// median) and the -slowest cases with their signatures. A progress bar runs
+// median), the -slowest cases with their signatures and, with -compare,
+// against each peer: on how many random cases stridekit was faster, and the
+// median and least ratio of stridekit's % of memcpy to the peer's. A
+// progress bar runs
 // on standard error when it is a terminal and -quiet is not set.
 //
 // Exit status: 0 when every case passed, 1 when a case failed or a run

@@ -206,7 +206,50 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 	for _, e := range s.Slowest {
 		bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
 	}
+	var random []*result
+	for _, r := range rep.Cases {
+		if r.Random {
+			random = append(random, r)
+		}
+	}
+	for _, n := range hasPeers(random) {
+		if v := peerVersus(random, n); v.cases > 0 {
+			bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9\n",
+				n, v.faster, v.cases, n, v.median, v.min, v.under90)
+		}
+	}
 	return bw.err
+}
+
+// versus is how stridekit fared against one peer over a set of cases.
+type versus struct {
+	cases, faster, under90 int
+	median, min            float64
+}
+
+// peerVersus counts, over the cases of rs where both stridekit and peer
+// passed (a Ratio), those where stridekit was faster, and the ratios'
+// median and minimum.
+func peerVersus(rs []*result, peer string) versus {
+	var ratios []float64
+	v := versus{}
+	for _, r := range rs {
+		p := r.Peers[peer]
+		if p == nil || p.Ratio <= 0 {
+			continue
+		}
+		ratios = append(ratios, p.Ratio)
+		if p.Ratio > 1 {
+			v.faster++
+		}
+		if p.Ratio < 0.9 {
+			v.under90++
+		}
+	}
+	if v.cases = len(ratios); v.cases > 0 {
+		v.median, v.min = median(ratios), slices.Min(ratios)
+	}
+	return v
 }
 
 // writeJSON writes the report as indented JSON.
