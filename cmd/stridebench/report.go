@@ -214,8 +214,8 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 	}
 	for _, n := range hasPeers(random) {
 		if v := peerVersus(random, n); v.cases > 0 {
-			bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9\n",
-				n, v.faster, v.cases, n, v.median, v.min, v.under90)
+			bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9; %d left out (timing untrusted)\n",
+				n, v.faster, v.cases, n, v.median, v.min, v.under90, v.untrusted)
 		}
 	}
 	return bw.err
@@ -223,19 +223,25 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 
 // versus is how stridekit fared against one peer over a set of cases.
 type versus struct {
-	cases, faster, under90 int
-	median, min            float64
+	cases, faster, under90, untrusted int
+	median, min                       float64
 }
 
 // peerVersus counts, over the cases of rs where both stridekit and peer
-// passed (a Ratio), those where stridekit was faster, and the ratios'
-// median and minimum.
+// passed (a Ratio) and the peer's timing is trusted, those where stridekit
+// was faster, and the ratios' median and minimum; untrusted counts the
+// cases left out because their timing is not (JAX's identity copy outside
+// 85-115% of memcpy).
 func peerVersus(rs []*result, peer string) versus {
 	var ratios []float64
 	v := versus{}
 	for _, r := range rs {
 		p := r.Peers[peer]
 		if p == nil || p.Ratio <= 0 {
+			continue
+		}
+		if p.Trusted != nil && !*p.Trusted {
+			v.untrusted++
 			continue
 		}
 		ratios = append(ratios, p.Ratio)

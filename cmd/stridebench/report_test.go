@@ -203,14 +203,17 @@ func TestSizes(t *testing.T) {
 }
 
 func TestBenchSummaryPeers(t *testing.T) {
+	no := false
 	peer := func(pct float64) map[string]*peerResult {
 		return map[string]*peerResult{"jax": {Status: "ok", PctMemcpy: pct}}
 	}
+	untrusted := map[string]*peerResult{"jax": {Status: "ok", PctMemcpy: 200, Trusted: &no}}
 	rep := &report{Random: &randomSummary{Cases: 4, OK: 4}, Cases: []*result{
 		{Name: "r0", Random: true, Status: statusOK, PctMemcpy: 90, Peers: peer(60)},  // 1.5
 		{Name: "r1", Random: true, Status: statusOK, PctMemcpy: 40, Peers: peer(50)},  // 0.8
 		{Name: "r2", Random: true, Status: statusOK, PctMemcpy: 95, Peers: peer(100)}, // 0.95
 		{Name: "r3", Random: true, Status: statusOK, PctMemcpy: 80},                   // no peer
+		{Name: "r4", Random: true, Status: statusOK, PctMemcpy: 80, Peers: untrusted}, // left out
 		{Name: "named", Status: statusOK, PctMemcpy: 10, Peers: peer(90)},             // not random
 	}}
 	for _, r := range rep.Cases {
@@ -220,7 +223,7 @@ func TestBenchSummaryPeers(t *testing.T) {
 	if err := writeBenchSummary(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	want := "# random cases against jax: stridekit faster on 1 of 3; ratio of % of memcpy (stridekit / jax) median 0.95, min 0.80; 1 under 0.9\n"
+	want := "# random cases against jax: stridekit faster on 1 of 3; ratio of % of memcpy (stridekit / jax) median 0.95, min 0.80; 1 under 0.9; 1 left out (timing untrusted)\n"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, out.String())
 	}
