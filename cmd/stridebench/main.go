@@ -96,7 +96,8 @@
 // distribution of % of memcpy and % of roofline (min, 10th percentile,
 // median), the -slowest cases with their signatures and, with -compare,
 // against each peer: on how many random cases stridekit was faster, and the
-// median and least ratio of stridekit's % of memcpy to the peer's. A
+// median and least ratio of stridekit's % of memcpy to the peer's (cases
+// whose peer timing is untrusted are left out and counted). A
 // progress bar runs
 // on standard error when it is a terminal and -quiet is not set.
 //
