@@ -157,3 +157,47 @@ func TestEmulatedKernels(t *testing.T) {
 		t.Error("no box-tile plan among the pairs")
 	}
 }
+
+// TestEmulatedRunSteps copies, on the CPU and in both tiers, permutations
+// whose box tiles (4 KiB) give the run loops of loadWords and storeElems
+// each shape of work: runs shorter than their lanes (only the last step),
+// runs of one to three steps and a last partial one, runs of four steps and
+// more (the unrolled groups), one run for the whole block, 2-byte items and
+// a reversed source. When written, the dst runs were 82, 429, 29, 27, 1769,
+// 134 and 134 elements long and the src runs 3280, 231, 100, 99, 61, 46 and
+// 46; what the test asserts is the copy. Breaking the last step of
+// storeElems made it fail.
+func TestEmulatedRunSteps(t *testing.T) {
+	r := emuRand(t, 6)
+	for _, c := range []struct {
+		shape []int64
+		perm  []int
+		item  int
+		flip  bool
+	}{
+		{[]int64{40, 163}, []int{1, 0}, 1, false},
+		{[]int64{7, 9, 11, 13}, []int{3, 1, 0, 2}, 1, false},
+		{[]int64{300, 170}, []int{1, 0}, 1, false},
+		{[]int64{5, 197, 131}, []int{0, 2, 1}, 1, false},
+		{[]int64{61, 19, 29}, []int{2, 0, 1}, 2, false},
+		{[]int64{23, 45, 67}, []int{2, 1, 0}, 1, false},
+		{[]int64{23, 45, 67}, []int{2, 1, 0}, 1, true},
+	} {
+		perm, err := layout.Dense(c.shape, c.item, layout.Perm(c.perm...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := perm.Strides()
+		if c.flip {
+			ss[len(ss)-1] = -ss[len(ss)-1]
+		}
+		src := layouttest.MustNew(t, c.shape, ss, c.item)
+		dst := layouttest.MustNew(t, c.shape, nil, c.item)
+		pair := pairgen.Pair{Kind: "run-steps", Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
+		for _, spec := range []bool{false, true} {
+			if p := emuCopyTiles(t, r, pair, spec, 4<<10); p.Sig.Class != layout.ClassBoxTile {
+				t.Fatalf("%v: plan %v, want a box tile", pair, p.Sig)
+			}
+		}
+	}
+}
