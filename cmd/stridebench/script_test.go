@@ -100,3 +100,64 @@ STRIDEBENCH_TEST_AS_COMMAND=1 exec '` + self + `' "$@"
 		t.Errorf("stdout does not end with the steps' results:\n%s", got)
 	}
 }
+
+// TestABRunScript runs scripts/ab-run.sh (gpubin/ab/run.sh) with this test
+// binary standing in for both builds, its runs moved to the host (-device
+// cpu, small cases): each build runs the seed's cases and the named suite,
+// and the comparison of each pair comes last.
+func TestABRunScript(t *testing.T) {
+	for _, tool := range []string{"bash", "timeout", "paste"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	wrapper := `#!/bin/sh
+cmd=$1; shift
+if [ "$cmd" = run ]; then
+	set -- run -shrink 256KiB -latency-iters 10 "$@"
+else
+	set -- "$cmd" "$@"
+fi
+STRIDEBENCH_TEST_AS_COMMAND=1 exec '` + self + `' "$@"
+`
+	for _, b := range []string{"old", "new"} {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "revisions.txt"), []byte("old aaaa\nnew bbbb\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join("..", "..", "scripts", "ab-run.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "run.sh")
+	if err := os.WriteFile(run, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command("bash", run, "-device", "cpu", "-seeds", "3", "-random", "4", "-bytes", "64KiB")
+	cmd.Env = append(os.Environ(), "OUT="+out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ab-run.sh: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	for _, s := range []string{"seed3 old: exit 0; # random cases: 4, 4 passed", "seed3 new: exit 0", "named old: exit 0", "named new: exit 0",
+		"== compare-seed3 (old aaaa new bbbb)\n# cases in both runs: 4 (left out: 0)", "== compare-named (old aaaa new bbbb)\n# cases in both runs: "} {
+		if !strings.Contains(stdout.String(), s) {
+			t.Errorf("output lacks %q:\n%s", s, stdout.String())
+		}
+	}
+	for _, f := range []string{"seed3-old.json", "seed3-new.json", "named-old.json", "named-new.json", "compare-seed3.txt", "compare-named.txt"} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
