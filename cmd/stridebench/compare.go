@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ one after the other on one GPU: for every case that passed in both, the
 ratio of its time before to its time after (above 1: faster after). It
 prints the geometric mean of the ratios, the cases more than -threshold
 percent faster and slower, the min, p10 and median % of memcpy of both
-runs, the same by item size and by kernel class, each tier's median
+runs, the same by item size and by kernel class, each tier's geomean
 ratio (generic and specialised kernels, where both runs timed them) and
 the cases that moved most either way. Compare runs taken in one session
 on one device: the figures are ratios of times, and a GPU's clocks and
@@ -163,14 +164,7 @@ func writeGroups(w io.Writer, what string, pairs []casePair, key func(*result) s
 		k := key(p.old)
 		groups[k] = append(groups[k], p)
 	}
-	keys := slices.Collect(func(yield func(string) bool) {
-		for k := range groups {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	slices.SortFunc(keys, compareKeys)
+	keys := slices.SortedFunc(maps.Keys(groups), compareKeys)
 	fmt.Fprintf(w, "# by %s: cases, median %% of memcpy before -> after, geomean ratio\n", what)
 	for _, k := range keys {
 		g := groups[k]
@@ -194,7 +188,7 @@ func compareKeys(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// writeTiers prints the median ratio (after / before) of each tier's % of
+// writeTiers prints the geomean ratio (after / before) of each tier's % of
 // memcpy over the cases where both runs timed it.
 func writeTiers(w io.Writer, pairs []casePair) {
 	var g, s []float64

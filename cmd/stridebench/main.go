@@ -97,9 +97,8 @@
 // median), the -slowest cases with their signatures and, with -compare,
 // against each peer: on how many random cases stridekit was faster, and the
 // median and least ratio of stridekit's % of memcpy to the peer's (cases
-// whose peer timing is untrusted are left out and counted). A
-// progress bar runs
-// on standard error when it is a terminal and -quiet is not set.
+// whose peer timing is untrusted are left out and counted). A progress bar
+// runs on standard error when it is a terminal and -quiet is not set.
 //
 // Exit status: 0 when every case passed, 1 when a case failed or a run
 // (GPU, peers) could not be done, 2 on bad usage.

@@ -52,6 +52,8 @@ type randomSummary struct {
 	Generic     [3]float64  `json:"generic_pct_memcpy"`
 	Specialised [3]float64  `json:"specialised_pct_memcpy"`
 	Slowest     []slowEntry `json:"slowest"`
+	// Peers is stridekit against each peer run with -compare (peerVersus).
+	Peers []versus `json:"peers,omitempty"`
 }
 
 // slowEntry is one of the slowest random cases.
@@ -119,6 +121,11 @@ func summarizeRandom(rs []*result, slowest int) *randomSummary {
 	})
 	for _, r := range ok[:min(slowest, len(ok))] {
 		s.Slowest = append(s.Slowest, slowEntry{r.Name, r.PctMemcpy, r.PctRoofline, r.Signature, r.Case})
+	}
+	for _, n := range hasPeers(ok) {
+		if v := peerVersus(ok, n); v.Cases > 0 {
+			s.Peers = append(s.Peers, v)
+		}
 	}
 	return s
 }
@@ -206,54 +213,53 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 	for _, e := range s.Slowest {
 		bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
 	}
-	var random []*result
-	for _, r := range rep.Cases {
-		if r.Random {
-			random = append(random, r)
-		}
-	}
-	for _, n := range hasPeers(random) {
-		if v := peerVersus(random, n); v.cases > 0 {
-			bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9; %d left out (timing untrusted)\n",
-				n, v.faster, v.cases, n, v.median, v.min, v.under90, v.untrusted)
-		}
+	for _, v := range s.Peers {
+		bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9; %d left out (timing untrusted)\n",
+			v.Peer, v.Faster, v.Cases, v.Peer, v.Median, v.Min, v.Under90, v.Untrusted)
 	}
 	return bw.err
 }
 
-// versus is how stridekit fared against one peer over a set of cases.
+// versus is how stridekit fared against one peer over the random cases
+// where both passed and the peer's timing is trusted: on how many it was
+// faster, the median and least ratio of its % of memcpy to the peer's, how
+// many of those ratios are under 0.9, and how many cases were left out
+// because the peer's timing is not trusted (JAX's identity copy outside
+// 85-115% of memcpy).
 type versus struct {
-	cases, faster, under90, untrusted int
-	median, min                       float64
+	Peer      string  `json:"peer"`
+	Cases     int     `json:"cases"`
+	Faster    int     `json:"faster"`
+	Median    float64 `json:"median_ratio"`
+	Min       float64 `json:"min_ratio"`
+	Under90   int     `json:"under_0_9"`
+	Untrusted int     `json:"untrusted"`
 }
 
-// peerVersus counts, over the cases of rs where both stridekit and peer
-// passed (a Ratio) and the peer's timing is trusted, those where stridekit
-// was faster, and the ratios' median and minimum; untrusted counts the
-// cases left out because their timing is not (JAX's identity copy outside
-// 85-115% of memcpy).
+// peerVersus is versus of peer over rs; Cases is 0 where the peer has no
+// trusted ratio.
 func peerVersus(rs []*result, peer string) versus {
 	var ratios []float64
-	v := versus{}
+	v := versus{Peer: peer}
 	for _, r := range rs {
 		p := r.Peers[peer]
 		if p == nil || p.Ratio <= 0 {
 			continue
 		}
 		if p.Trusted != nil && !*p.Trusted {
-			v.untrusted++
+			v.Untrusted++
 			continue
 		}
 		ratios = append(ratios, p.Ratio)
 		if p.Ratio > 1 {
-			v.faster++
+			v.Faster++
 		}
 		if p.Ratio < 0.9 {
-			v.under90++
+			v.Under90++
 		}
 	}
-	if v.cases = len(ratios); v.cases > 0 {
-		v.median, v.min = median(ratios), slices.Min(ratios)
+	if v.Cases = len(ratios); v.Cases > 0 {
+		v.Median, v.Min = median(ratios), slices.Min(ratios)
 	}
 	return v
 }

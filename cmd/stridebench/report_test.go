@@ -208,7 +208,7 @@ func TestBenchSummaryPeers(t *testing.T) {
 		return map[string]*peerResult{"jax": {Status: "ok", PctMemcpy: pct}}
 	}
 	untrusted := map[string]*peerResult{"jax": {Status: "ok", PctMemcpy: 200, Trusted: &no}}
-	rep := &report{Random: &randomSummary{Cases: 4, OK: 4}, Cases: []*result{
+	rep := &report{Cases: []*result{
 		{Name: "r0", Random: true, Status: statusOK, PctMemcpy: 90, Peers: peer(60)},  // 1.5
 		{Name: "r1", Random: true, Status: statusOK, PctMemcpy: 40, Peers: peer(50)},  // 0.8
 		{Name: "r2", Random: true, Status: statusOK, PctMemcpy: 95, Peers: peer(100)}, // 0.95
@@ -219,6 +219,7 @@ func TestBenchSummaryPeers(t *testing.T) {
 	for _, r := range rep.Cases {
 		fillRatios(r)
 	}
+	rep.Random = summarizeRandom(rep.Cases, 0)
 	var out bytes.Buffer
 	if err := writeBenchSummary(&out, rep); err != nil {
 		t.Fatal(err)
