@@ -123,7 +123,7 @@ func summarizeRandom(rs []*result, slowest int) *randomSummary {
 		s.Slowest = append(s.Slowest, slowEntry{r.Name, r.PctMemcpy, r.PctRoofline, r.Signature, r.Case})
 	}
 	for _, n := range hasPeers(ok) {
-		if v := peerVersus(ok, n); v.Cases > 0 {
+		if v := peerVersus(ok, n); v.Cases > 0 || v.Untrusted > 0 {
 			s.Peers = append(s.Peers, v)
 		}
 	}
@@ -214,6 +214,10 @@ func writeBenchSummary(w io.Writer, rep *report) error {
 		bw.printf("# slowest: %s %.1f%% of memcpy, %.1f%% of roofline, %s: %s\n", e.Name, e.PctMemcpy, e.PctRoofline, e.Signature, e.Case)
 	}
 	for _, v := range s.Peers {
+		if v.Cases == 0 {
+			bw.printf("# random cases against %s: no trusted timing; %d left out (timing untrusted)\n", v.Peer, v.Untrusted)
+			continue
+		}
 		bw.printf("# random cases against %s: stridekit faster on %d of %d; ratio of %% of memcpy (stridekit / %s) median %.2f, min %.2f; %d under 0.9; %d left out (timing untrusted)\n",
 			v.Peer, v.Faster, v.Cases, v.Peer, v.Median, v.Min, v.Under90, v.Untrusted)
 	}
@@ -237,7 +241,7 @@ type versus struct {
 }
 
 // peerVersus is versus of peer over rs; Cases is 0 where the peer has no
-// trusted ratio.
+// trusted ratio (the summary then says only how many were left out).
 func peerVersus(rs []*result, peer string) versus {
 	var ratios []float64
 	v := versus{Peer: peer}

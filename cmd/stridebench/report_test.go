@@ -231,4 +231,17 @@ func TestBenchSummaryPeers(t *testing.T) {
 	if strings.Contains(out.String(), "against torch") {
 		t.Errorf("summary has a peer that did not run:\n%s", out.String())
 	}
+
+	// A peer whose every timing is untrusted is still reported.
+	rep.Cases = []*result{{Name: "r4", Random: true, Status: statusOK, PctMemcpy: 80, Peers: untrusted}}
+	fillRatios(rep.Cases[0])
+	rep.Random = summarizeRandom(rep.Cases, 0)
+	out.Reset()
+	if err := writeBenchSummary(&out, rep); err != nil {
+		t.Fatal(err)
+	}
+	want = "# random cases against jax: no trusted timing; 1 left out (timing untrusted)\n"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
 }
