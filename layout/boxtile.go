@@ -25,12 +25,13 @@ var boxSkews = [...]int64{1, 2, 4}
 
 // chooseTile picks the extents of a box tile for a canonical form and
 // returns them in out (reused). It grows one candidate tile for each of
-// boxSkews (growToTarget, finishTile) and keeps the one that moves the fewest 32-byte
-// sectors (tileSectors), the first (skew 1) unless another moves under
-// boxSkewGain percent of its sectors: on the H100, tiles whose evened extents left them
-// half full were up to 1.6 times slower than the fuller tile of another
-// skew, and sectors ranked the candidates' measured times. A copy under
-// boxChoiceBytes keeps the first candidate without growing the others.
+// boxSkews (growToTarget, finishTile) and keeps the one that moves the
+// fewest 32-byte sectors (tileSectors), the first (skew 1) unless another
+// moves under boxSkewGain percent of its sectors: on the H100, tiles whose
+// evened extents left them half full were up to 1.6 times slower than the
+// fuller tile of another skew, and sectors ranked the candidates' measured
+// times. A copy under boxChoiceBytes keeps the first candidate without
+// growing the others.
 //
 // Pre: 1 ≤ len(shape) ≤ MaxBoxNDim; no src stride is 0. Post: 1 ≤ out[k] ≤
 // shape[k], the data fits tileBytes (or is one element) and the shared
