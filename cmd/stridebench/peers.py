@@ -510,8 +510,76 @@ def jax_l2():
 
 # ---------------------------------------------------------------- driver
 
+# ------------------------------------------------ PyTorch across two devices
+
+
+def wall_time(fn, reps, warmup, sync):
+    """Median seconds per fn() by the wall clock, both devices synchronised
+    around each batch (a cross-device copy orders itself on both devices'
+    streams, so no one stream's events bracket it)."""
+    for _ in range(warmup):
+        fn()
+    sync()
+    t0 = time.perf_counter()
+    fn()
+    sync()
+    t1 = time.perf_counter() - t0
+    batch = 1 if t1 >= MIN_BATCH_S else min(MAX_BATCH, int(MIN_BATCH_S / max(t1, 1e-9)) + 1)
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            fn()
+        sync()
+        samples.append((time.perf_counter() - t0) / batch)
+    return median(samples)
+
+
+def run_torch_peer(case, ref, args, l2, ctx):
+    """The case's source on cuda:0, its destination on cuda:1: dst.copy_(src)
+    against a contiguous cross-device copy of the same bytes (a peer memcpy)."""
+    import torch
+
+    if has_negative_step(case["src"]) or has_negative_step(case["dst"]):
+        return {"status": "unsupported", "reason": "PyTorch tensors cannot have negative strides (flip)"}
+    item, nbytes = case["itemsize"], case["bytes"]
+    name = case["dtype"]
+    extra = False
+    if name in TORCH_NAMES:
+        dt = getattr(torch, name)
+    elif item in TORCH_CONTAINER:
+        dt = getattr(torch, TORCH_CONTAINER[item])
+    else:
+        dt, extra = torch.uint8, True
+    tail = [item] if extra else []
+    lib = Lib(lambda x, p: x.permute(*p), lambda x, s: x.expand(*s))
+    sbytes, dbytes = prod(case["base"]) * item, prod(case["dst_base"]) * item
+    sb = torch.empty(max(sbytes, nbytes), dtype=torch.uint8, device="cuda:0")
+    db = torch.empty(max(dbytes, nbytes), dtype=torch.uint8, device="cuda:1")
+    src = apply_ops(sb[:sbytes].view(dt).view(list(case["base"]) + tail), case["src"], lib, item, extra)
+    dst = apply_ops(db[:dbytes].view(dt).view(list(case["dst_base"]) + tail), case["dst"], lib, item, extra)
+    sb[:sbytes].copy_(torch.from_numpy(ref.src_bytes))
+    db.fill_(POISON)
+    dst.copy_(src)
+
+    def sync():
+        torch.cuda.synchronize(0)
+        torch.cuda.synchronize(1)
+
+    sync()
+    bad = compare(lambda off, k: db[off : off + k].cpu().numpy(), ref.dst_bytes, ref.windows)
+    if bad:
+        return {"status": "mismatch", "reason": bad}
+    t = wall_time(lambda: dst.copy_(src), args.reps, args.warmup, sync)
+    a, b = db[:nbytes], sb[:nbytes]
+    m = wall_time(lambda: a.copy_(b), args.reps, args.warmup, sync)
+    del sb, db, src, dst, a, b
+    return {"status": "ok", "time_s": t, "memcpy_s": m, "pct_memcpy": 100 * m / t, "verified": True}
+
+
 FRAMEWORKS = {
     "torch": (run_torch, torch_cleanup, torch_l2),
+    "torch-peer": (run_torch_peer, torch_cleanup, torch_l2),
     "cupy": (run_cupy, cupy_cleanup, cupy_l2),
     "jax": (run_jax, jax_cleanup, jax_l2),
 }
@@ -520,6 +588,12 @@ FRAMEWORKS = {
 def load(name):
     """Imports a framework; returns (version, None) or (None, reason)."""
     try:
+        if name == "torch-peer":
+            import torch
+
+            if torch.cuda.device_count() < 2:
+                return None, f"torch sees {torch.cuda.device_count()} GPUs, needs 2"
+            return torch.__version__, None
         if name == "torch":
             import torch
 

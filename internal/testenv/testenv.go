@@ -11,6 +11,7 @@ package testenv
 import (
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -63,4 +64,31 @@ func NewStream(tb testing.TB, dev *cuda.Device) *cuda.Stream {
 		}
 	})
 	return s
+}
+
+// NeedGPUs returns devices 0 to n-1. Where there are fewer it skips tb, or
+// fails it with STRIDEKIT_REQUIRE_GPUS set to n or more (the single-GPU
+// suite's STRIDEKIT_REQUIRE_GPU=1 does not require a second device).
+func NeedGPUs(tb testing.TB, n int) []*cuda.Device {
+	tb.Helper()
+	d0 := NeedGPU(tb)
+	have, err := cuda.DeviceCount()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if have < n {
+		if want, _ := strconv.Atoi(os.Getenv("STRIDEKIT_REQUIRE_GPUS")); want >= n {
+			tb.Fatalf("%d GPUs required (STRIDEKIT_REQUIRE_GPUS=%d), have %d", n, want, have)
+		}
+		tb.Skipf("needs %d GPUs, have %d", n, have)
+	}
+	devs := []*cuda.Device{d0}
+	for i := 1; i < n; i++ {
+		d, err := cuda.GetDevice(i)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		devs = append(devs, d)
+	}
+	return devs
 }

@@ -314,3 +314,19 @@ func (d *Device) Synchronize() error {
 	}
 	return d.call("cuCtxSynchronize", drv.cuCtxSynchronize)
 }
+
+// Do runs f on an OS thread where the device's primary context is current,
+// for calls into other CUDA libraries (NCCL, cuBLAS) that act on the
+// calling thread's current device. The thread is locked to the goroutine
+// for f's length only, so f must leave nothing that expects the context to
+// stay current after it returns.
+func (d *Device) Do(f func() error) error {
+	if err := d.valid("Do"); err != nil {
+		return err
+	}
+	defer runtime.UnlockOSThread()
+	if err := d.enter(); err != nil {
+		return err
+	}
+	return f()
+}

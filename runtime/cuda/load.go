@@ -38,6 +38,7 @@ var drv struct {
 	cuFuncSetAttribute, cuFuncGetAttribute, cuLaunchKernel               uintptr
 	cuFuncGetParamInfo                                                   uintptr // optional (CUDA 12.4)
 	cuFuncGetParamCount                                                  uintptr // optional (CUDA 12.9)
+	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync      uintptr // optional: peer copies
 }
 
 type symbol struct {
@@ -101,6 +102,9 @@ func driverSymbols() []symbol {
 		{"cuLaunchKernel", &d.cuLaunchKernel, false},
 		{"cuFuncGetParamInfo", &d.cuFuncGetParamInfo, true},
 		{"cuFuncGetParamCount", &d.cuFuncGetParamCount, true},
+		{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer, true},
+		{"cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess, true},
+		{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync, true},
 	}
 }
 

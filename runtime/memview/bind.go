@@ -31,6 +31,9 @@ type binding struct {
 	// h and pieces are how a host transfer moves the image (transfer.go).
 	h      hostPlan
 	pieces []piece
+	// stg is how a peer copy stages where the devices have no peer access
+	// (nil: the kernel k reaches the other device's memory itself).
+	stg *peerStage
 	// asked is set once the binding served a second copy and, where the
 	// kernel's tuning says so, asked for its specialised kernel (again).
 	asked atomic.Bool
@@ -51,7 +54,8 @@ func (b *binding) again() {
 // DMA), the alignments of the two lowest bytes the device copy is planned
 // with, and a hash of both layouts (confirmed with Layout.Equal).
 type bindKey struct {
-	dev                *cuda.Device
+	dev                *cuda.Device // the device that runs the kernel
+	peer               *cuda.Device // PathPeer: the other device
 	hash               uint64
 	path               Path
 	dstKind, srcKind   cuda.MemoryKind
@@ -70,16 +74,19 @@ const maxBindings = 4096
 var bindings [maxBindings]atomic.Pointer[binding]
 
 // keyOf returns the binding key of a copy from src into dst on path p, with
-// the device copy planned for lowest bytes aligned to dstAlign and
-// srcAlign.
-func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) bindKey {
-	dev := dst.dev
-	if dev == nil {
-		dev = src.dev
+// the device copy run on dev and planned for lowest bytes aligned to
+// dstAlign and srcAlign.
+func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int, dev *cuda.Device) bindKey {
+	var peer *cuda.Device
+	if p == PathPeer {
+		peer = dst.dev
+		if dev == dst.dev {
+			peer = src.dev
+		}
 	}
 	h := dst.l.Hash()
 	h ^= src.l.Hash()*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-	return bindKey{dev: dev, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
+	return bindKey{dev: dev, peer: peer, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
 }
 
 // setOf returns the first slot of the set of key sum s.
@@ -100,7 +107,7 @@ func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
 // sum is the key as one number, what the cache is indexed by (a binding
 // found by it is confirmed against the whole key and both layouts).
 func (k bindKey) sum() uint64 {
-	h := k.hash ^ uint64(uintptr(unsafe.Pointer(k.dev)))*0x9e3779b97f4a7c15
+	h := k.hash ^ uint64(uintptr(unsafe.Pointer(k.dev)))*0x9e3779b97f4a7c15 ^ uint64(uintptr(unsafe.Pointer(k.peer)))
 	h ^= uint64(k.path) | uint64(k.dstKind)<<8 | uint64(k.srcKind)<<16 | uint64(k.dstAlign)<<24 | uint64(k.srcAlign)<<32
 	h *= 0xff51afd7ed558ccd
 	return h ^ h>>32
@@ -124,11 +131,11 @@ func forget() {
 }
 
 // bindingFor returns the binding of a copy from src into dst on path p
-// (PathDevice, PathHostToDevice or PathDeviceToHost), whose device copy
-// runs between lowest bytes aligned to dstAlign and srcAlign: the cached
-// one, else one made now and cached.
-func bindingFor(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int) (*binding, error) {
-	key := keyOf(dst, src, p, dstAlign, srcAlign)
+// (PathDevice, PathHostToDevice, PathDeviceToHost or PathPeer), whose
+// device copy runs on dev between lowest bytes aligned to dstAlign and
+// srcAlign: the cached one, else one made now and cached.
+func bindingFor(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int, dev *cuda.Device) (*binding, error) {
+	key := keyOf(dst, src, p, dstAlign, srcAlign, dev)
 	if b := lookup(key, dst, src); b != nil {
 		b.again()
 		return b, nil
@@ -153,6 +160,8 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:
 		err = b.bindDownload(dst, src)
+	case PathPeer:
+		err = b.bindPeer(dst, src)
 	default:
 		err = fmt.Errorf("memview: no binding for path %v", key.path)
 	}

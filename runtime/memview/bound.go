@@ -25,13 +25,15 @@ type BoundCopy struct {
 }
 
 // Bind binds the copy of src into dst: dst.CopyFrom(src, …) made ready to
-// run. It fails as CopyFrom would on views that cannot be copied (checks
+// run. A copy between two devices is bound to run on the source's device
+// (a push); Copy on a stream of the destination's device binds, once, the
+// pull as well. It fails as CopyFrom would on views that cannot be copied (checks
 // that need a stream aside, which Copy makes).
 func Bind(dst, src *StridedMemoryView) (*BoundCopy, error) {
 	if err := checkCopy(dst, src); err != nil {
 		return nil, err
 	}
-	path, b, err := bindingOf(dst, src)
+	path, b, err := bindingOf(dst, src, nil)
 	if err != nil {
 		return nil, fmt.Errorf("memview: bind %v → %v: %w", src, dst, err)
 	}
@@ -47,10 +49,17 @@ func (c *BoundCopy) Copy(s *cuda.Stream, opts ...CopyOption) error {
 	if len(opts) > 0 {
 		cfg = applyOptions(opts)
 	}
-	if c.b != nil {
-		c.b.again()
+	b := c.b
+	if c.path == PathPeer && s != nil && s.Device() != b.key.dev {
+		var err error // the kernel runs on s's device: its binding
+		if _, b, err = bindingOf(c.dst, c.src, s); err != nil {
+			return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)
+		}
 	}
-	if err := run(c.dst, c.src, c.path, c.b, s, cfg); err != nil {
+	if b != nil {
+		b.again()
+	}
+	if err := run(c.dst, c.src, c.path, b, s, cfg); err != nil {
 		return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)
 	}
 	return nil

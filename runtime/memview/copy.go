@@ -15,7 +15,8 @@ type CopyOption func(*copyConfig)
 
 type copyConfig struct {
 	alloc    Allocator
-	blocking int8 // 0: the path's default; 1: wait; -1: return once queued
+	peer     *cuda.Stream // PeerStream's
+	blocking int8         // 0: the path's default; 1: wait; -1: return once queued
 }
 
 // Blocking sets whether the copy returns only when the data has arrived
@@ -66,7 +67,7 @@ type Allocator interface {
 // It fails, with v unchanged, when v is read-only (ErrReadOnly), the
 // dtypes differ (ErrDType), the shapes do not broadcast (layout.ErrShape),
 // v's elements overlap (layout.ErrOverlappingDst), the views are on two
-// devices (ErrDevice), a view or its buffer is closed (ErrClosed), or a
+// devices of no one host (ErrDevice), a view or its buffer is closed (ErrClosed), or a
 // needed stream is nil or of another device (ErrNilStream, ErrDevice);
 // every error names both views. When src and v share memory, the result is
 // that of copying from a snapshot of src (src is staged through a
@@ -76,11 +77,14 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 	if err := checkCopy(v, src); err != nil {
 		return err
 	}
+	if err := streamFits(v, src, s); err != nil {
+		return fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
+	}
 	var cfg copyConfig
 	if len(opts) > 0 {
 		cfg = applyOptions(opts) // apart, so that cfg stays on the stack
 	}
-	path, b, err := bindingOf(v, src)
+	path, b, err := bindingOf(v, src, s)
 	if err == nil {
 		err = run(v, src, path, b, s, cfg)
 	}
@@ -90,16 +94,17 @@ func (v *StridedMemoryView) CopyFrom(src *StridedMemoryView, s *cuda.Stream, opt
 	return nil
 }
 
-// bindingOf returns the path of a copy from src into dst and, for the
-// paths that move data through a device, its binding (cached: see
-// bindingFor).
-func bindingOf(dst, src *StridedMemoryView) (Path, *binding, error) {
+// bindingOf returns the path of a copy from src into dst on stream s and,
+// for the paths that move data through a device, its binding (cached: see
+// bindingFor). s matters only to a peer copy, whose kernel runs on s's
+// device (nil: the source's).
+func bindingOf(dst, src *StridedMemoryView, s *cuda.Stream) (Path, *binding, error) {
 	path, err := route(dst, src)
 	if err != nil || path == PathHost || path == PathSelf {
 		return path, nil, err
 	}
 	da, sa := aligns(dst, src, path)
-	b, err := bindingFor(dst, src, path, da, sa)
+	b, err := bindingFor(dst, src, path, da, sa, execDevice(dst, src, path, s))
 	return path, b, err
 }
 
@@ -128,6 +133,10 @@ func run(dst, src *StridedMemoryView, path Path, b *binding, s *cuda.Stream, cfg
 	case PathSelf:
 		return checkStream(s, dst.dev)
 	case PathHost:
+	case PathPeer:
+		if err := checkPeerStreams(dst, src, b, s, cfg); err != nil {
+			return err
+		}
 	default:
 		if err := checkStream(s, b.key.dev); err != nil {
 			return err
@@ -144,6 +153,8 @@ func run(dst, src *StridedMemoryView, path Path, b *binding, s *cuda.Stream, cfg
 		return deviceToDevice(dst, src, b, s, cfg)
 	case PathHostToDevice:
 		return hostToDevice(dst, src, b, s, cfg)
+	case PathPeer:
+		return peerCopy(dst, src, b, s, cfg)
 	}
 	return deviceToHost(dst, src, b, s, cfg)
 }
@@ -174,8 +185,7 @@ func route(dst, src *StridedMemoryView) (Path, error) {
 	case !dd && !sd:
 		return PathHost, nil
 	case dd && sd && dst.dev != src.dev:
-		// Peer copies between devices go here.
-		return 0, fmt.Errorf("%w: %v and %v", ErrDevice, dst.dev, src.dev)
+		return PathPeer, nil
 	case dd && sd && dst.ptr == src.ptr && dst.l.Equal(src.l):
 		return PathSelf, nil
 	case dd && sd:
@@ -209,6 +219,24 @@ func checkCopy(dst, src *StridedMemoryView) error {
 		return fmt.Errorf("memview: copy %v → %v: %w: %v into %v", src, dst, ErrDType, src.dt, dst.dt)
 	case !dst.unique:
 		return fmt.Errorf("memview: copy %v → %v: %w: dst has two indices at one element", src, dst, layout.ErrOverlappingDst)
+	}
+	return nil
+}
+
+// streamFits checks, before anything is bound, that a copy involving
+// device memory has a stream, and that one between two devices has a
+// stream of either (binding it enables peer access between them).
+func streamFits(dst, src *StridedMemoryView, s *cuda.Stream) error {
+	dd, sd := dst.onDevice(), src.onDevice()
+	switch {
+	case s == nil && (dd || sd):
+		dev := dst.dev
+		if !dd {
+			dev = src.dev
+		}
+		return checkStream(nil, dev)
+	case dd && sd && dst.dev != src.dev && s.Device() != dst.dev && s.Device() != src.dev:
+		return fmt.Errorf("%w: stream of %v for a copy from %v to %v (a stream of either runs it)", ErrDevice, s.Device(), src.dev, dst.dev)
 	}
 	return nil
 }

@@ -140,7 +140,7 @@ func drop(key bindKey) {
 func firstCopy(c dispatchCase) func(s *cuda.Stream) error {
 	p, _ := route(c.dst, c.src)
 	da, sa := aligns(c.dst, c.src, p)
-	key := keyOf(c.dst, c.src, p, da, sa)
+	key := keyOf(c.dst, c.src, p, da, sa, execDevice(c.dst, c.src, p, nil))
 	return func(s *cuda.Stream) error {
 		drop(key)
 		return c.dst.CopyFrom(c.src, s)

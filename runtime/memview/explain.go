@@ -24,6 +24,12 @@ const (
 	PathDeviceToHost
 	// PathSelf: the views are the same view; nothing to do.
 	PathSelf
+	// PathPeer: device views on two devices of one host. The kernel runs on
+	// the device of the copy's stream, reading or writing the other
+	// device's memory over the peer link; without one, the source is packed
+	// on its device, moved by cuMemcpyPeerAsync and unpacked on the
+	// destination's.
+	PathPeer
 )
 
 func (p Path) String() string {
@@ -38,6 +44,8 @@ func (p Path) String() string {
 		return "device→host"
 	case PathSelf:
 		return "self"
+	case PathPeer:
+		return "peer"
 	}
 	return fmt.Sprintf("Path(%d)", uint8(p))
 }
@@ -77,6 +85,10 @@ type CopyPlan struct {
 	// Snapshot reports that the views overlap: src is copied to a
 	// temporary first.
 	Snapshot bool
+	// Device is the device the kernel runs on: for PathPeer the device of
+	// the stream the copy was bound for (Kernel is then, for a staged peer
+	// copy, the unpacking kernel on the destination's device).
+	Device *cuda.Device
 }
 
 // String describes the copy in one line: path, plan and launch.
@@ -108,7 +120,7 @@ func (v *StridedMemoryView) Explain(src *StridedMemoryView) (CopyPlan, error) {
 	if err := checkCopy(v, src); err != nil {
 		return CopyPlan{}, err
 	}
-	path, b, err := bindingOf(v, src)
+	path, b, err := bindingOf(v, src, nil)
 	if err != nil {
 		return CopyPlan{}, fmt.Errorf("memview: copy %v → %v: %w", src, v, err)
 	}
@@ -131,11 +143,16 @@ func explain(path Path, b *binding) CopyPlan {
 		return cp
 	}
 	k := b.k
-	cp.Plan, cp.DstAlign, cp.SrcAlign = k.Plan, k.DstAlign, k.SrcAlign
+	cp.Plan, cp.DstAlign, cp.SrcAlign, cp.Device = k.Plan, k.DstAlign, k.SrcAlign, k.Device()
 	// The caller's copy: the binding's plan stays as it was made.
 	cp.Plan.Shape, cp.Plan.Tile = slices.Clone(k.Plan.Shape), slices.Clone(k.Plan.Tile)
 	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
-	if path != PathDevice {
+	if path == PathPeer && b.stg != nil {
+		cp.Staged, cp.Temporary = true, !b.stg.packDirect || !b.stg.unpackDirect
+		if b.stg.unpackDirect {
+			return cp
+		}
+	} else if path != PathDevice && path != PathPeer {
 		cp.Staged, cp.Temporary = !b.h.oneDMA, !b.h.toView
 		if b.h.toView {
 			return cp // the image goes straight in or out: no kernel
