@@ -39,6 +39,7 @@ var drv struct {
 	cuFuncGetParamInfo                                                   uintptr // optional (CUDA 12.4)
 	cuFuncGetParamCount                                                  uintptr // optional (CUDA 12.9)
 	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync      uintptr // optional: peer copies
+	cuDeviceGetDefaultMemPool, cuMemPoolSetAccess                        uintptr // optional (CUDA 11.2)
 }
 
 type symbol struct {
@@ -105,6 +106,8 @@ func driverSymbols() []symbol {
 		{"cuDeviceCanAccessPeer", &d.cuDeviceCanAccessPeer, true},
 		{"cuCtxEnablePeerAccess", &d.cuCtxEnablePeerAccess, true},
 		{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync, true},
+		{"cuDeviceGetDefaultMemPool", &d.cuDeviceGetDefaultMemPool, true},
+		{"cuMemPoolSetAccess", &d.cuMemPoolSetAccess, true},
 	}
 }
 

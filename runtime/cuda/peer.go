@@ -31,8 +31,9 @@ func (d *Device) CanAccessPeer(p *Device) (bool, error) {
 }
 
 // EnablePeerAccess lets work queued on d address p's memory
-// (cuCtxEnablePeerAccess in d's primary context), once per ordered pair and
-// process: later calls return at once. It fails with ErrNotSupported where
+// (cuCtxEnablePeerAccess in d's primary context, and access to p's default
+// memory pool, which Alloc draws from), once per ordered pair and process:
+// later calls return at once. It fails with ErrNotSupported where
 // the pair has no peer path (see CanAccessPeer). Access is one way: work on
 // p reaching d's memory needs p.EnablePeerAccess(d).
 func (d *Device) EnablePeerAccess(p *Device) error {
@@ -55,9 +56,34 @@ func (d *Device) EnablePeerAccess(p *Device) error {
 		err = nil
 	}
 	if err == nil {
+		err = d.poolAccess(p)
+	}
+	if err == nil {
 		peers.Store(key, struct{}{})
 	}
 	return err
+}
+
+// memAccessDesc is CUmemAccessDesc: a location (CU_MEM_LOCATION_TYPE_DEVICE,
+// the device ordinal) and its access flags.
+type memAccessDesc struct {
+	locType, id, flags int32
+}
+
+// poolAccess lets d read and write what p's default memory pool allocates
+// (cuMemPoolSetAccess): peer access of contexts does not reach
+// stream-ordered allocations, which Alloc makes where the device has
+// pools. Memory from other pools needs the same call by their owner.
+func (d *Device) poolAccess(p *Device) error {
+	if !p.memPools || drv.cuDeviceGetDefaultMemPool == 0 || drv.cuMemPoolSetAccess == 0 {
+		return nil
+	}
+	var pool uintptr
+	if err := p.call("cuDeviceGetDefaultMemPool", drv.cuDeviceGetDefaultMemPool, uintptr(unsafe.Pointer(&pool)), uintptr(p.handle)); err != nil {
+		return err
+	}
+	desc := &memAccessDesc{locType: 1, id: int32(d.ordinal), flags: 3} // device; read and write
+	return p.call("cuMemPoolSetAccess", drv.cuMemPoolSetAccess, pool, uintptr(unsafe.Pointer(desc)), 1)
 }
 
 // MemcpyPeerAsync queues a copy of n bytes from src in srcDev's memory to

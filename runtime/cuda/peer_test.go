@@ -50,7 +50,8 @@ func TestGPUPeer(t *testing.T) {
 }
 
 // peerPair enables a's access to b where it can and copies 1 MiB from b
-// to a with MemcpyPeerAsync.
+// to a: half with MemcpyPeerAsync, half with MemcpyAsync where a reaches
+// b's memory.
 func peerPair(t *testing.T, a, b *Device) {
 	can, err := a.CanAccessPeer(b)
 	if err != nil {
@@ -85,7 +86,14 @@ func peerPair(t *testing.T, a, b *Device) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := a.MemcpyPeerAsync(dst.Ptr(), src.Ptr(), b, size, s); err != nil {
+	if err := a.MemcpyPeerAsync(dst.Ptr(), src.Ptr(), b, size/2, s); err != nil {
+		t.Fatal(err)
+	}
+	if can { // unified addressing over the peer link, pool memory included
+		if err := a.MemcpyAsync(dst.Ptr()+size/2, src.Ptr()+size/2, size/2, s); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := a.MemcpyPeerAsync(dst.Ptr()+size/2, src.Ptr()+size/2, b, size/2, s); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Synchronize(); err != nil {

@@ -31,9 +31,9 @@ type binding struct {
 	// h and pieces are how a host transfer moves the image (transfer.go).
 	h      hostPlan
 	pieces []piece
-	// stg is how a peer copy stages where the devices have no peer access
-	// (nil: the kernel k reaches the other device's memory itself).
-	stg *peerStage
+	// stg is the staged pipeline of a peer copy (peerpipe.go); nil where
+	// the kernel k reaches across the peer link itself.
+	stg *peerPipe
 	// asked is set once the binding served a second copy and, where the
 	// kernel's tuning says so, asked for its specialised kernel (again).
 	asked atomic.Bool

@@ -114,7 +114,7 @@ func bindingOf(dst, src *StridedMemoryView, s *cuda.Stream) (Path, *binding, err
 // overlapping src), which allocDevice guarantees.
 func aligns(dst, src *StridedMemoryView, path Path) (int, int) {
 	switch path {
-	case PathDevice:
+	case PathDevice, PathPeer:
 		if overlaps(dst, src) {
 			return kernels.PtrAlign(dst.low), layout.MaxVectorBytes
 		}

@@ -85,6 +85,9 @@ type CopyPlan struct {
 	// Snapshot reports that the views overlap: src is copied to a
 	// temporary first.
 	Snapshot bool
+	// Chunks is the number of chunks a staged peer copy is cut into (its
+	// pipeline: pack, peer memcpy, unpack); 0 for other copies.
+	Chunks int
 	// Device is the device the kernel runs on: for PathPeer the device of
 	// the stream the copy was bound for (Kernel is then, for a staged peer
 	// copy, the unpacking kernel on the destination's device).
@@ -108,6 +111,9 @@ func (c CopyPlan) String() string {
 		if f.on {
 			s += ", " + f.name
 		}
+	}
+	if c.Chunks > 0 {
+		s += fmt.Sprintf(" in %d chunks", c.Chunks)
 	}
 	return s
 }
@@ -148,7 +154,7 @@ func explain(path Path, b *binding) CopyPlan {
 	cp.Plan.Shape, cp.Plan.Tile = slices.Clone(k.Plan.Shape), slices.Clone(k.Plan.Tile)
 	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
 	if path == PathPeer && b.stg != nil {
-		cp.Staged, cp.Temporary = true, !b.stg.packDirect || !b.stg.unpackDirect
+		cp.Staged, cp.Temporary, cp.Chunks = true, !b.stg.packDirect || !b.stg.unpackDirect, len(b.stg.chunks)
 		if b.stg.unpackDirect {
 			return cp
 		}

@@ -12,18 +12,23 @@ import (
 
 // How a copy between views on two devices of one host moves (PathPeer):
 //
-//   - With peer access (NVLink or PCIe), one kernel on the device of the
-//     copy's stream reads the source and writes the destination, one side
-//     of it remote: a stream of the source's device pushes (reads local,
-//     writes remote), one of the destination's pulls. Peer access is
-//     enabled once per device pair, at bind time.
-//   - Without it, the source is packed into its compact image on its own
-//     device (no kernel when the source is that image already), the image
-//     crosses by cuMemcpyPeerAsync, and a kernel on the destination's
-//     device unpacks it (none when the destination is the image).
+//   - With peer access (NVLink or PCIe), a copy under pipeMin bytes, or one
+//     that is a memcpy, is one kernel (or cuMemcpyAsync) on the device of
+//     the copy's stream, reading the source and writing the destination,
+//     one side of it remote: a stream of the source's device pushes, one of
+//     the destination's pulls. Peer access is enabled once per device pair,
+//     at bind time.
+//   - Larger copies, and every copy without peer access, run the staged
+//     pipeline (peerpipe.go): chunks packed on the source's device, moved
+//     by cuMemcpyPeerAsync, unpacked on the destination's, the three stages
+//     of successive chunks overlapping. A kernel reaching across the link
+//     reads or writes it in the layout's own pattern and keeps too few bytes
+//     in flight for its latency (on two NVLinked H100s, 45–80% of
+//     cuMemcpyPeer for box tiles); the pipeline moves only dense chunks
+//     over the link and permutes at local bandwidth.
 //
 // Work on the device the copy's stream is not on goes to that device's
-// side stream, ordered after the copy's stream by events and the copy's
+// side streams, ordered after the copy's stream by events and the copy's
 // stream after it, so the copy is ordered on the caller's stream as any
 // other; PeerStream orders a stream of the other device as well.
 
@@ -50,20 +55,22 @@ func execDevice(dst, src *StridedMemoryView, p Path, s *cuda.Stream) *cuda.Devic
 	return src.dev
 }
 
-// peerStage is how a peer copy without peer access moves: the compact
-// image of the source, the kernel that packs it on the source's device
-// (unless the source is the image) and b.k unpacking it on the
-// destination's (unless the destination is the image).
-type peerStage struct {
-	pack                     kernels.Bound
-	span                     int64
-	packDirect, unpackDirect bool
-}
+// forceStaged makes bindPeer stage even where peer access exists, and
+// pipeTarget, when set, is the chunk size of staged copies (tests).
+var (
+	forceStaged bool
+	pipeTarget  int64
+)
 
-// forceStaged makes bindPeer stage even where peer access exists (tests).
-var forceStaged bool
+// pipeMin is the size from which a peer copy with peer access is staged
+// through the pipeline rather than run as one kernel reaching across the
+// link: below it the pipeline's extra launches and events cost more than
+// its overlap wins.
+const pipeMin = 8 << 20
 
-// bindPeer binds the copy src → dst between two devices (see above).
+// bindPeer binds the copy src → dst between two devices (see above): one
+// kernel across the link where there is peer access and the copy is small
+// or a memcpy; else the staged pipeline (peerpipe.go).
 func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	dev, other := b.key.dev, b.key.peer
 	b.k = &b.kb
@@ -71,42 +78,26 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	if !forceStaged {
 		err = dev.EnablePeerAccess(other)
 	}
-	switch {
-	case err == nil:
-		return kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
-	case !errors.Is(err, cuda.ErrNotSupported):
+	if err != nil && !errors.Is(err, cuda.ErrNotSupported) {
 		return err
 	}
-	c, err := compact(src.l)
+	if err == nil {
+		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
+		if err != nil || b.k.Plan.Bytes < pipeMin || b.k.Plan.Sig.Class == layout.ClassMemcpy || b.k.Plan.Sig.Class == layout.ClassNone {
+			return err
+		}
+	}
+	pp, err := newPeerPipe(dst, src, int(b.key.dstAlign), int(b.key.srcAlign))
 	if err != nil {
 		return err
 	}
-	st := &peerStage{span: c.RequiredSizeInBytes()}
-	if err := kernels.BindInto(&st.pack, src.dev, c, src.l, layout.MaxVectorBytes, int(b.key.srcAlign)); err != nil {
-		return err
-	}
-	if err := kernels.BindInto(b.k, dst.dev, dst.l, c, int(b.key.dstAlign), layout.MaxVectorBytes); err != nil {
-		return err
-	}
-	st.packDirect = whole(&st.pack.Plan, st.span, false)
-	st.unpackDirect = whole(&b.k.Plan, st.span, true)
-	b.stg = st
+	b.stg = pp
+	b.k = &pp.unpack[0]
 	return nil
 }
 
 // errPeerStaged stands for "no peer access" when forceStaged is set.
 var errPeerStaged = fmt.Errorf("memview: staged peer copy forced: %w", cuda.ErrNotSupported)
-
-// whole reports whether plan p is a memcpy of a whole image of span bytes
-// starting at the image view's lowest byte (its src side when toView, else
-// its dst side): the image is then the view's own bytes.
-func whole(p *layout.Plan, span int64, toView bool) bool {
-	off := p.DstOffset
-	if toView {
-		off = p.SrcOffset
-	}
-	return p.Sig.Class == layout.ClassMemcpy && off == 0 && p.Bytes == span
-}
 
 // checkPeerStreams checks the streams of a peer copy: s on one of the two
 // devices, and PeerStream's, if given, on the other.
@@ -131,7 +122,7 @@ func peerCopy(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyC
 	if b.stg == nil {
 		err = b.k.Enqueue(s, cuda.DevicePtr(dst.low), cuda.DevicePtr(src.low))
 	} else {
-		err = peerStaged(dst, src, b, s, cfg)
+		err = b.stg.run(dst, src, s, cfg)
 	}
 	if err == nil && cfg.peer != nil {
 		err = join(cfg.peer, s)
@@ -142,62 +133,6 @@ func peerCopy(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyC
 	return incomplete(err)
 }
 
-// peerStaged queues the staged peer copy: pack on the source's stream ss,
-// move and unpack on the destination's stream ds (each s where s is that
-// device's, else its side stream), s last waiting for both.
-func peerStaged(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
-	st := b.stg
-	ss, err := follow(src.dev, s)
-	if err != nil {
-		return err
-	}
-	img := cuda.DevicePtr(src.low) + cuda.DevicePtr(st.pack.Plan.SrcOffset)
-	var tmp *cuda.Buffer
-	if !st.packDirect {
-		if tmp, err = allocDevice(cfg, src.dev, int(st.span), ss); err != nil {
-			return err
-		}
-		img = tmp.Ptr()
-		if err = st.pack.Enqueue(ss, img, cuda.DevicePtr(src.low)); err != nil {
-			return errors.Join(err, tmp.Close())
-		}
-	}
-	ds, err := follow(dst.dev, s)
-	if err == nil {
-		err = join(ds, ss) // after the pack
-	}
-	if err == nil {
-		err = moveUnpack(dst, b, ds, img, src.dev, cfg)
-	}
-	if tmp != nil {
-		err = errors.Join(err, join(ss, ds), tmp.Close()) // freed after the move
-	}
-	if err == nil && ds != s {
-		err = join(s, ds)
-	}
-	return err
-}
-
-// moveUnpack queues, on ds (the destination device's), the move of the
-// image at img on srcDev into the destination device and its unpacking
-// into dst.
-func moveUnpack(dst *StridedMemoryView, b *binding, ds *cuda.Stream, img cuda.DevicePtr, srcDev *cuda.Device, cfg copyConfig) error {
-	st, dev := b.stg, dst.dev
-	if st.unpackDirect {
-		to := cuda.DevicePtr(dst.low) + cuda.DevicePtr(b.k.Plan.DstOffset)
-		return dev.MemcpyPeerAsync(to, img, srcDev, int(st.span), ds)
-	}
-	tmp, err := allocDevice(cfg, dev, int(st.span), ds)
-	if err != nil {
-		return err
-	}
-	err = dev.MemcpyPeerAsync(tmp.Ptr(), img, srcDev, int(st.span), ds)
-	if err == nil {
-		err = b.k.Enqueue(ds, cuda.DevicePtr(dst.low), tmp.Ptr())
-	}
-	return errors.Join(err, tmp.Close())
-}
-
 // follow returns a stream of dev whose next work starts after the work
 // queued so far on s: s itself when it is dev's, else dev's side stream,
 // made to wait for s.
@@ -205,7 +140,7 @@ func follow(dev *cuda.Device, s *cuda.Stream) (*cuda.Stream, error) {
 	if s.Device() == dev {
 		return s, nil
 	}
-	o, err := sideStream(dev)
+	o, err := sideStream(dev, 0)
 	if err == nil {
 		err = join(o, s)
 	}
@@ -229,15 +164,16 @@ func join(s, o *cuda.Stream) error {
 	return err
 }
 
-// side holds, per device, the stream peer copies queue their work on that
-// device on when the copy's stream is the other device's, and a free list
-// of events that order it.
+// side holds, per device, the streams peer copies queue their work on that
+// device on when the copy's stream is another (kernels on the first, the
+// pipeline's peer memcpys on the second, so they overlap), and a free list
+// of events that order them.
 var side sync.Map // *cuda.Device → *sideState
 
 type sideState struct {
-	once   sync.Once
-	s      *cuda.Stream
-	err    error
+	once   [2]sync.Once
+	s      [2]*cuda.Stream
+	err    [2]error
 	events chan *cuda.Event
 }
 
@@ -249,11 +185,12 @@ func sideOf(dev *cuda.Device) *sideState {
 	return v.(*sideState)
 }
 
-// sideStream returns dev's side stream, made at the first call.
-func sideStream(dev *cuda.Device) (*cuda.Stream, error) {
+// sideStream returns dev's side stream i (0: kernels, 1: copies), made at
+// the first call.
+func sideStream(dev *cuda.Device, i int) (*cuda.Stream, error) {
 	st := sideOf(dev)
-	st.once.Do(func() { st.s, st.err = dev.NewStream(true) })
-	return st.s, st.err
+	st.once[i].Do(func() { st.s[i], st.err[i] = dev.NewStream(true) })
+	return st.s[i], st.err[i]
 }
 
 // getEvent returns an event of dev without timing, from its free list or

@@ -36,12 +36,13 @@ func peerPairs() int {
 	return n
 }
 
-// withStaged runs f with peer copies forced through the staged path (as
-// without peer access), the binding cache emptied before and after.
+// withStaged runs f with peer copies forced through the staged pipeline
+// (as without peer access), in chunks of 4 KiB so that small pairs are cut
+// too, the binding cache emptied before and after.
 func withStaged(f func()) {
 	forget()
-	forceStaged = true
-	defer func() { forceStaged = false; forget() }()
+	forceStaged, pipeTarget = true, 4<<10
+	defer func() { forceStaged, pipeTarget = false, 0; forget() }()
 	f()
 }
 

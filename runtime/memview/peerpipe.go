@@ -1,0 +1,329 @@
+package memview
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/stridekit/stridekit/kernels"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// The staged peer pipeline. The source's compact image C (its shape, dense
+// in its own memory order) is cut into chunks along C's outer dims, each
+// chunk a contiguous block of C and a sub-view of both views. Each chunk
+// goes through three stages: packed from the source into C on the
+// source's device (no kernel when the source is C itself: a gap-free
+// source), moved by cuMemcpyPeerAsync into C's copy on the destination's
+// device, and unpacked from there into the destination (no kernel when the
+// destination is laid out as C). The stages run on three streams (the
+// source device's kernels, the destination device's copies, its kernels),
+// ordered per chunk by events, so chunk k+1 crosses the link while chunk k
+// is unpacked and chunk k+2 packed: the copy takes about the link time of
+// its bytes, whatever the layouts, since the local passes run at several
+// times the link's bandwidth. The images are whole (not rings): the copy
+// takes up to its bytes again on each device, for the length of the copy.
+
+// pipeChunks is about how many chunks a large copy is cut into: enough
+// that the first pack and the last unpack, which overlap nothing, are a
+// small part of the whole, few enough that the host queues the work faster
+// than the link moves it.
+const pipeChunks = 16
+
+// peerPipe is a staged peer copy, bound.
+type peerPipe struct {
+	span   int64 // bytes of C
+	chunks []pipeChunk
+	// pack and unpack are the kernels of a whole chunk ([0]) and of the
+	// last chunk of each row of chunks where it is shorter ([1]).
+	pack, unpack             [2]kernels.Bound
+	packDirect, unpackDirect bool // C is the source's / destination's own bytes
+}
+
+// pipeChunk is one chunk: the byte offsets of its lowest byte from the
+// source's lowest byte, the destination's and C's start; its bytes; and
+// which of the two shapes it has.
+type pipeChunk struct {
+	src, dst, img, bytes int64
+	shape                uint8
+}
+
+// newPeerPipe binds the staged copy src → dst, whose lowest bytes are
+// aligned to dstAlign and srcAlign.
+func newPeerPipe(dst, src *StridedMemoryView, dstAlign, srcAlign int) (*peerPipe, error) {
+	g, err := pipeGeometry(dst.l, src.l, dstAlign, srcAlign, pipeTarget)
+	if err != nil {
+		return nil, err
+	}
+	pp := &peerPipe{span: g.span, chunks: g.chunks, packDirect: g.packDirect, unpackDirect: g.unpackDirect}
+	for k := range 2 {
+		if g.have[k] {
+			if err := pp.bindShape(k, g.first[k], src.dev, dst.dev, g.aligns); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return pp, nil
+}
+
+// pipeGeom is the geometry of a staged copy: C's size, the chunks, the
+// sub-layouts (as chunkOf returns them) of the first chunk of each shape,
+// whether C is either view's own bytes, and the alignment every chunk's
+// lowest bytes keep (the same order).
+type pipeGeom struct {
+	span                     int64
+	chunks                   []pipeChunk
+	first                    [2][4]layout.Layout
+	have                     [2]bool
+	packDirect, unpackDirect bool
+	aligns                   [3]int
+}
+
+// pipeGeometry cuts the copy sl → dl (lowest bytes aligned to dstAlign and
+// srcAlign) into chunks of about target bytes (0: the default).
+func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*pipeGeom, error) {
+	sl, err := sl.BroadcastTo(dl.Shape()...) // the same lowest byte
+	if err != nil {
+		return nil, err
+	}
+	c, err := compact(sl)
+	if err != nil {
+		return nil, err
+	}
+	g := &pipeGeom{span: c.RequiredSizeInBytes(), packDirect: c.Equal(sl), unpackDirect: c.Equal(dl)}
+	if target <= 0 {
+		target = max(g.span/pipeChunks, 1<<20)
+	}
+	ct := cutsOf(c, target)
+	views := [3]layout.Layout{sl, dl, c}
+	g.aligns = [3]int{srcAlign, dstAlign, layout.MaxVectorBytes}
+	for _, ranges := range ct.all() {
+		ch, subs, err := chunkOf(views, ranges)
+		if err != nil {
+			return nil, err
+		}
+		ch.shape = ct.shapeOf(ranges)
+		if !g.have[ch.shape] {
+			g.first[ch.shape], g.have[ch.shape] = subs, true
+		}
+		for i, off := range [3]int64{ch.src, ch.dst, ch.img} {
+			g.aligns[i] = alignAt(g.aligns[i], off)
+		}
+		g.chunks = append(g.chunks, ch)
+	}
+	return g, nil
+}
+
+// bindShape binds the pack and unpack kernels of chunk shape k, whose
+// sub-layouts are subs (see chunkOf), for lowest bytes aligned to aligns
+// (source, destination, C).
+func (pp *peerPipe) bindShape(k int, subs [4]layout.Layout, sdev, ddev *cuda.Device, aligns [3]int) error {
+	if !pp.packDirect {
+		if err := kernels.BindInto(&pp.pack[k], sdev, subs[1], subs[0], aligns[2], aligns[0]); err != nil {
+			return err
+		}
+	}
+	return kernels.BindInto(&pp.unpack[k], ddev, subs[2], subs[3], aligns[1], aligns[2])
+}
+
+// alignAt returns the alignment of a pointer aligned to a plus off bytes.
+func alignAt(a int, off int64) int {
+	for a > 1 && off%int64(a) != 0 {
+		a /= 2
+	}
+	return a
+}
+
+// chunkOf returns the chunk of views (source, destination, C) selected by
+// ranges, and its sub-layouts: the source's and C's with the source's
+// broadcast dims cut to their index 0 (what the pack copies: C holds each
+// distinct element once), the destination's, and C's whole (what the
+// unpack reads).
+func chunkOf(views [3]layout.Layout, ranges []layout.Range) (pipeChunk, [4]layout.Layout, error) {
+	var subs [4]layout.Layout
+	var offs [3]int64
+	packed := slices.Clone(ranges)
+	for d, st := range views[0].Strides() {
+		if st == 0 {
+			packed[d] = layout.Span(0, 1)
+		}
+	}
+	for i, l := range []layout.Layout{views[0], views[2], views[1], views[2]} {
+		r := ranges
+		if i < 2 {
+			r = packed
+		}
+		sub, o, err := l.Slice(r...)
+		if err != nil {
+			return pipeChunk{}, subs, err
+		}
+		subs[i] = sub
+		if i < 3 {
+			offs[[3]int{0, 2, 1}[i]] = (o + sub.MinOffset() - l.MinOffset()) * int64(l.Itemsize())
+		}
+	}
+	return pipeChunk{src: offs[0], dst: offs[1], img: offs[2], bytes: subs[1].RequiredSizeInBytes()}, subs, nil
+}
+
+// cuts says how C is cut: every index of the outer dims (in C's memory
+// order) apart, the split dim in runs of run indices, the inner dims
+// whole.
+type cuts struct {
+	shape []int64
+	outer []int // dims taken one index at a time, outermost first
+	split int   // the dim cut into runs (-1: none, one chunk)
+	run   int64
+}
+
+// cutsOf cuts C into chunks of at most about target bytes: down C's dims
+// from the outermost (broadcast and extent-1 dims skipped), each dim whose
+// one index still holds more than target bytes is taken one index at a
+// time, and the first whose index holds at most target is cut into runs.
+func cutsOf(c layout.Layout, target int64) cuts {
+	ct := cuts{shape: c.Shape(), split: -1}
+	per := c.RequiredSizeInBytes()
+	if per <= target {
+		return ct
+	}
+	for _, d := range c.StrideOrder() {
+		e := ct.shape[d]
+		if e <= 1 || c.Strides()[d] == 0 {
+			continue
+		}
+		per /= e
+		if per <= target {
+			ct.split, ct.run = d, max(1, target/max(per, 1))
+			return ct
+		}
+		ct.outer = append(ct.outer, d)
+	}
+	return ct
+}
+
+// all returns the ranges of every chunk, in C's memory order.
+func (ct cuts) all() [][]layout.Range {
+	base := make([]layout.Range, len(ct.shape))
+	for i := range base {
+		base[i] = layout.All()
+	}
+	out := [][]layout.Range{}
+	var rec func(k int)
+	rec = func(k int) {
+		if k < len(ct.outer) {
+			for i := range ct.shape[ct.outer[k]] {
+				base[ct.outer[k]] = layout.Span(i, i+1)
+				rec(k + 1)
+			}
+			return
+		}
+		if ct.split < 0 {
+			out = append(out, append([]layout.Range(nil), base...))
+			return
+		}
+		for a := int64(0); a < ct.shape[ct.split]; a += ct.run {
+			base[ct.split] = layout.Span(a, min(a+ct.run, ct.shape[ct.split]))
+			out = append(out, append([]layout.Range(nil), base...))
+		}
+	}
+	rec(0)
+	return out
+}
+
+// shapeOf returns 1 for a chunk whose run is shorter than the others, 0
+// otherwise.
+func (ct cuts) shapeOf(r []layout.Range) uint8 {
+	if ct.split >= 0 && r[ct.split].Stop-r[ct.split].Start < ct.run {
+		return 1
+	}
+	return 0
+}
+
+// run queues the pipeline for src → dst, ordered after the work on s and
+// s after it.
+func (pp *peerPipe) run(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
+	ss, cs, ds, err := pipeStreams(src.dev, dst.dev, s)
+	if err != nil {
+		return err
+	}
+	var simg, dimg *cuda.Buffer
+	if !pp.packDirect {
+		if simg, err = allocDevice(cfg, src.dev, int(pp.span), ss); err != nil {
+			return err
+		}
+	}
+	if !pp.unpackDirect {
+		if dimg, err = allocDevice(cfg, dst.dev, int(pp.span), cs); err != nil {
+			return errors.Join(err, closeAfter(simg, ss, ss))
+		}
+	}
+	err = pp.chunksOn(dst, src, [3]*cuda.Stream{ss, cs, ds}, simg, dimg)
+	err = errors.Join(err, closeAfter(simg, ss, cs), closeAfter(dimg, cs, ds))
+	for _, o := range []*cuda.Stream{ss, cs, ds} {
+		if err == nil {
+			err = join(s, o)
+		}
+	}
+	return err
+}
+
+// chunksOn queues every chunk's stages on st (source kernels, copies,
+// destination kernels) between the views and the images simg and dimg
+// (nil where the view is the image).
+func (pp *peerPipe) chunksOn(dst, src *StridedMemoryView, st [3]*cuda.Stream, simg, dimg *cuda.Buffer) error {
+	for _, ch := range pp.chunks {
+		from := cuda.DevicePtr(src.low) + cuda.DevicePtr(ch.src)
+		if simg != nil {
+			at := simg.Ptr() + cuda.DevicePtr(ch.img)
+			if err := pp.pack[ch.shape].Enqueue(st[0], at, from); err != nil {
+				return err
+			}
+			if err := join(st[1], st[0]); err != nil {
+				return err
+			}
+			from = at
+		}
+		to := cuda.DevicePtr(dst.low) + cuda.DevicePtr(ch.dst)
+		if dimg != nil {
+			to = dimg.Ptr() + cuda.DevicePtr(ch.img)
+		}
+		if err := dst.dev.MemcpyPeerAsync(to, from, src.dev, int(ch.bytes), st[1]); err != nil {
+			return err
+		}
+		if dimg != nil {
+			if err := join(st[2], st[1]); err != nil {
+				return err
+			}
+			if err := pp.unpack[ch.shape].Enqueue(st[2], cuda.DevicePtr(dst.low)+cuda.DevicePtr(ch.dst), to); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// closeAfter frees b (allocated on the stream at) once the work queued so
+// far on last is done: at waits for last, then b's stream-ordered free is
+// queued on at. Nothing for a nil b.
+func closeAfter(b *cuda.Buffer, at, last *cuda.Stream) error {
+	if b == nil {
+		return nil
+	}
+	return errors.Join(join(at, last), b.Close())
+}
+
+// pipeStreams returns the pipeline's streams: the source device's kernels,
+// the copies and the destination device's kernels. s serves whichever of
+// the two kernel streams is of its device; the others are side streams
+// ordered after s.
+func pipeStreams(sdev, ddev *cuda.Device, s *cuda.Stream) (ss, cs, ds *cuda.Stream, err error) {
+	if ss, err = follow(sdev, s); err != nil {
+		return
+	}
+	if ds, err = follow(ddev, s); err != nil {
+		return
+	}
+	if cs, err = sideStream(ddev, 1); err == nil {
+		err = join(cs, s)
+	}
+	return
+}

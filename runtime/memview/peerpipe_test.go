@@ -1,0 +1,87 @@
+package memview
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/hostcopy"
+)
+
+// TestPipeGeometry runs the staged peer pipeline's geometry on the host:
+// for random pairs and chunk sizes, each chunk packed from the source into
+// C, moved as bytes and unpacked into the destination with
+// runtime/hostcopy must give what a plain copy gives, margins untouched;
+// the chunks must tile C exactly, and every chunk's offsets keep the
+// alignments the kernels are bound for.
+func TestPipeGeometry(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 21))
+	for i := range 600 {
+		c := pairgen.Random(r, 64<<10)
+		target := int64(1) << r.IntN(14)
+		dbuf, sbuf := make([]byte, c.DstBuf), make([]byte, c.SrcBuf)
+		pairgen.Poison(dbuf)
+		pairgen.Fill(r, sbuf)
+		want := bytes.Clone(dbuf)
+		naiveCopy(want[c.DstBase:], c.Dst, sbuf[c.SrcBase:], c.Src)
+		g, err := pipeGeometry(c.Dst, c.Src, 16, 16, target)
+		if err != nil {
+			t.Fatalf("pair %d %v: %v", i, c, err)
+		}
+		got := bytes.Clone(dbuf)
+		runGeometry(t, g, got[c.DstBase:], sbuf[c.SrcBase:])
+		if !bytes.Equal(got, want) {
+			t.Fatalf("pair %d %v, chunks of %d bytes (%d chunks): wrong result", i, c, target, len(g.chunks))
+		}
+	}
+}
+
+// runGeometry moves src (from its lowest byte) into dst (from its lowest
+// byte) chunk by chunk through two images, as the pipeline does, and checks
+// that the chunks tile C and keep their alignments.
+func runGeometry(t *testing.T, g *pipeGeom, dst, src []byte) {
+	simg, dimg := make([]byte, g.span), make([]byte, g.span)
+	covered := int64(0)
+	for _, ch := range g.chunks {
+		subs := g.first[ch.shape]
+		covered += ch.bytes
+		if err := hostcopy.Copy(simg[ch.img:ch.img+ch.bytes], subs[1], src[ch.src:], subs[0]); err != nil {
+			t.Fatal(err)
+		}
+		copy(dimg[ch.img:ch.img+ch.bytes], simg[ch.img:ch.img+ch.bytes])
+		if err := hostcopy.Copy(dst[ch.dst:], subs[2], dimg[ch.img:ch.img+ch.bytes], subs[3]); err != nil {
+			t.Fatal(err)
+		}
+		for i, off := range [3]int64{ch.src, ch.dst, ch.img} {
+			if off%int64(g.aligns[i]) != 0 {
+				t.Fatalf("chunk %+v: offset %d not aligned to %d", ch, off, g.aligns[i])
+			}
+		}
+	}
+	if covered != g.span {
+		t.Fatalf("chunks cover %d bytes of C's %d", covered, g.span)
+	}
+}
+
+// TestPipeCuts: a 64 MiB transpose is cut into about pipeChunks chunks of
+// two shapes at most, and a copy below the target into one.
+func TestPipeCuts(t *testing.T) {
+	d, _ := layout.Dense([]int64{4096, 4096}, 4, layout.C)
+	s, _ := d.Permute(1, 0)
+	g, err := pipeGeometry(d, s, 16, 16, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.chunks); n < pipeChunks || n > 2*pipeChunks {
+		t.Errorf("%d chunks, want %d to %d", n, pipeChunks, 2*pipeChunks)
+	}
+	if !g.packDirect || g.unpackDirect {
+		t.Errorf("packDirect %v unpackDirect %v, want true false", g.packDirect, g.unpackDirect)
+	}
+	small, _ := layout.Dense([]int64{64, 64}, 4, layout.C)
+	if g, _ := pipeGeometry(small, small, 16, 16, 0); len(g.chunks) != 1 {
+		t.Errorf("a 16 KiB copy in %d chunks, want 1", len(g.chunks))
+	}
+}
