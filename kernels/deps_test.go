@@ -43,6 +43,8 @@ var layers = [][]string{
 	{"kernels"},
 	{"runtime/dlpack"},
 	{"runtime/memview"},
+	{"runtime/dist"},
+	{"runtime/nccl"},
 }
 
 // TestLayering: every library package (and internal package listed in a

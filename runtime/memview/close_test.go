@@ -8,7 +8,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/dlpack"
 )
 
@@ -104,4 +106,32 @@ func TestCloseWaitsForCopy(t *testing.T) {
 		}
 	}
 	t.Logf("%d copies finished before Close, %d found the view closed", whole, closed)
+}
+
+// TestGPUFromOwnedBufferCloses: closing a view made by FromOwnedBuffer closes
+// its buffer; a view made by FromBuffer leaves it open.
+func TestGPUFromOwnedBufferCloses(t *testing.T) {
+	testenv.NeedGPU(t) // FromHandle asks the driver about the pointer
+	l, _ := layout.Dense([]int64{4}, 1, layout.C)
+	for _, owned := range []bool{false, true} {
+		mem := make([]byte, 4)
+		buf, err := cuda.FromHandle(uintptr(unsafe.Pointer(&mem[0])), len(mem), mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mk := FromBuffer
+		if owned {
+			mk = FromOwnedBuffer
+		}
+		v, err := mk(buf, l, layout.Uint8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Closed() != owned {
+			t.Errorf("owned %v: buffer closed %v", owned, buf.Closed())
+		}
+	}
 }

@@ -150,6 +150,19 @@ func FromBuffer(buf *cuda.Buffer, l layout.Layout, dt layout.DType) (*StridedMem
 	return v, nil
 }
 
+// FromOwnedBuffer is FromBuffer for a buffer the view takes over: closing
+// the view (or any view derived from it) closes buf, after the copies in
+// progress with it are queued. For temporaries handed out as views, such
+// as a transport's exchange buffers. On error buf stays the caller's.
+func FromOwnedBuffer(buf *cuda.Buffer, l layout.Layout, dt layout.DType) (*StridedMemoryView, error) {
+	v, err := FromBuffer(buf, l, dt)
+	if err != nil {
+		return nil, err
+	}
+	v.owner.release = buf.Close
+	return v, nil
+}
+
 // FromHost returns the view of layout l over a Go slice, whose first byte
 // is the view's lowest byte. The dtype is T's where T is a Go numeric type
 // (int8…uint64, float32, float64, complex64, complex128, bool) of the
