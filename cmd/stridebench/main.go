@@ -10,6 +10,7 @@
 //	stridebench report -json RUN.json [-json2 RANDOM.json] [-o docs/benchmarks.md]
 //	stridebench compare -old BEFORE.json -new AFTER.json
 //	stridebench peer [flags]      copies between two GPUs against cuMemcpyPeer
+//	stridebench reshard [flags]   resharding over NCCL against its all-to-all
 //
 // The first argument names a subcommand when it does not start with '-';
 // each subcommand's -h lists its flags.
@@ -347,6 +348,7 @@ var subcommands = map[string]func(args []string, stdout, stderr io.Writer) int{
 	"report":  reportCmd,
 	"compare": compareCmd,
 	"peer":    peerCmd,
+	"reshard": reshardCmd,
 }
 
 // runMain dispatches to a subcommand ("run" when the first argument is a
@@ -359,7 +361,7 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		}
 		cmd, ok := subcommands[args[0]]
 		if !ok {
-			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune, report, compare, peer; run is the default)\n", args[0])
+			fmt.Fprintf(stderr, "stridebench: unknown command %q (commands: run, tune, report, compare, peer, reshard; run is the default)\n", args[0])
 			return 2
 		}
 		return cmd(args[1:], stdout, stderr)

@@ -48,6 +48,7 @@ type Reshard struct {
 	pack       []*memview.BoundCopy // src box → send segment, as plan.Sends
 	unpack     []*memview.BoundCopy // recv segment → dst box, as plan.Recvs
 	keep       *memview.BoundCopy   // src box → dst box, nil when none
+	fork       *fork                // where keep runs beside the exchange
 	closed     bool
 }
 
@@ -251,13 +252,17 @@ func (r *Reshard) Run(ctx context.Context, s *cuda.Stream) error {
 	if r.closed {
 		return fmt.Errorf("dist: run of a closed reshard on rank %d: %w", r.plan.Rank, ErrClosed)
 	}
+	side, err := r.forkKeep(s)
+	if err != nil {
+		return fmt.Errorf("dist: reshard on rank %d: keep %v: %w", r.plan.Rank, r.plan.Keep, err)
+	}
 	for i, c := range r.pack {
 		if err := c.Copy(s); err != nil {
 			t := r.plan.Sends[i]
 			return fmt.Errorf("dist: reshard on rank %d: pack %v for rank %d: %w", r.plan.Rank, t.Box, t.Peer, err)
 		}
 	}
-	if r.keep != nil {
+	if r.keep != nil && side == nil {
 		if err := r.keep.Copy(s); err != nil {
 			return fmt.Errorf("dist: reshard on rank %d: keep %v: %w", r.plan.Rank, r.plan.Keep, err)
 		}
@@ -270,6 +275,9 @@ func (r *Reshard) Run(ctx context.Context, s *cuda.Stream) error {
 			t := r.plan.Recvs[i]
 			return fmt.Errorf("dist: reshard on rank %d: unpack %v from rank %d: %w", r.plan.Rank, t.Box, t.Peer, err)
 		}
+	}
+	if side != nil {
+		return r.fork.join(s)
 	}
 	return nil
 }
@@ -300,6 +308,9 @@ func (r *Reshard) Close() error {
 	}
 	r.closed = true
 	var errs []error
+	if r.fork != nil {
+		errs = append(errs, r.fork.close())
+	}
 	for _, v := range []*memview.StridedMemoryView{r.send, r.recv} {
 		if v != nil {
 			errs = append(errs, v.Close())

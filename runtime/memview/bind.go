@@ -56,6 +56,7 @@ func (b *binding) again() {
 type bindKey struct {
 	dev                *cuda.Device // the device that runs the kernel
 	peer               *cuda.Device // PathPeer: the other device
+	push               bool         // PathPeer: dev is the source's
 	hash               uint64
 	path               Path
 	dstKind, srcKind   cuda.MemoryKind
@@ -78,15 +79,16 @@ var bindings [maxBindings]atomic.Pointer[binding]
 // dstAlign and srcAlign.
 func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int, dev *cuda.Device) bindKey {
 	var peer *cuda.Device
+	push := false
 	if p == PathPeer {
-		peer = dst.dev
-		if dev == dst.dev {
+		peer, push = dst.dev, dev != dst.dev
+		if !push {
 			peer = src.dev
 		}
 	}
 	h := dst.l.Hash()
 	h ^= src.l.Hash()*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-	return bindKey{dev: dev, peer: peer, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
+	return bindKey{dev: dev, peer: peer, push: push, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
 }
 
 // setOf returns the first slot of the set of key sum s.
@@ -109,6 +111,9 @@ func lookup(key bindKey, dst, src *StridedMemoryView) *binding {
 func (k bindKey) sum() uint64 {
 	h := k.hash ^ uint64(uintptr(unsafe.Pointer(k.dev)))*0x9e3779b97f4a7c15 ^ uint64(uintptr(unsafe.Pointer(k.peer)))
 	h ^= uint64(k.path) | uint64(k.dstKind)<<8 | uint64(k.srcKind)<<16 | uint64(k.dstAlign)<<24 | uint64(k.srcAlign)<<32
+	if k.push {
+		h ^= 1 << 40
+	}
 	h *= 0xff51afd7ed558ccd
 	return h ^ h>>32
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
 )
 
@@ -83,5 +84,24 @@ func TestPipeCuts(t *testing.T) {
 	small, _ := layout.Dense([]int64{64, 64}, 4, layout.C)
 	if g, _ := pipeGeometry(small, small, 16, 16, 0); len(g.chunks) != 1 {
 		t.Errorf("a 16 KiB copy in %d chunks, want 1", len(g.chunks))
+	}
+}
+
+// TestPeerKeyDirection: two copies between the same two devices, one each
+// way, with views laid out alike and run on the same device (one pulled,
+// one pushed), have different binding keys: their kernels run on
+// different devices.
+func TestPeerKeyDirection(t *testing.T) {
+	d0, d1 := new(cuda.Device), new(cuda.Device)
+	l, _ := layout.Dense([]int64{8, 8}, 4, layout.C)
+	a := fakeView(t, cuda.MemoryDevice, d0, 0x10000, l, layout.Float32)
+	b := fakeView(t, cuda.MemoryDevice, d1, 0x10000, l, layout.Float32)
+	pull := keyOf(b, a, PathPeer, 16, 16, d1) // a → b on b's device
+	push := keyOf(a, b, PathPeer, 16, 16, d1) // b → a on b's device
+	if pull == push || pull.sum() == push.sum() {
+		t.Errorf("pull and push share a key: %+v", pull)
+	}
+	if pull.peer != d0 || push.peer != d0 || pull.push || !push.push {
+		t.Errorf("keys %+v and %+v", pull, push)
 	}
 }
