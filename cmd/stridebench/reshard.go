@@ -237,7 +237,7 @@ func firstDiff(a, b []byte) int {
 // the check (scatter from global, reshard, gather into got) and the
 // medians of the reshard and of NCCL's all-to-all of its local bytes.
 func reshardRank(cm *nccl.Comm, s *cuda.Stream, c reshardCase, from, to dist.Sharding, global *memview.StridedMemoryView, got []byte, reps int) ([2]float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	src, err := deviceDistView(cm, s, from, c.DType, c.SrcOrd)
 	if err != nil {

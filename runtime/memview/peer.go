@@ -3,6 +3,7 @@ package memview
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -62,6 +63,12 @@ var (
 	pipeTarget  int64
 )
 
+// pipeOn says whether copies with peer access use the pipeline at all
+// ($STRIDEKIT_PEER_PIPE=1); by default they run one kernel across the
+// link, whatever their size: on two NVLinked H100s the pipeline measured
+// slower (docs/design.md, "Copies between GPUs").
+var pipeOn = os.Getenv("STRIDEKIT_PEER_PIPE") == "1"
+
 // pipeMin is the size from which a peer copy with peer access is staged
 // through the pipeline rather than run as one kernel reaching across the
 // link: below it the pipeline's extra launches and events cost more than
@@ -83,7 +90,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	}
 	if err == nil {
 		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
-		if err != nil || b.k.Plan.Bytes < pipeMin || b.k.Plan.Sig.Class == layout.ClassMemcpy || b.k.Plan.Sig.Class == layout.ClassNone {
+		if err != nil || !pipeOn || b.k.Plan.Bytes < pipeMin || b.k.Plan.Sig.Class == layout.ClassMemcpy || b.k.Plan.Sig.Class == layout.ClassNone {
 			return err
 		}
 	}

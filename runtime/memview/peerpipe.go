@@ -28,7 +28,7 @@ import (
 // that the first pack and the last unpack, which overlap nothing, are a
 // small part of the whole, few enough that the host queues the work faster
 // than the link moves it.
-const pipeChunks = 16
+const pipeChunks = 8
 
 // peerPipe is a staged peer copy, bound.
 type peerPipe struct {
@@ -92,7 +92,7 @@ func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*
 	}
 	g := &pipeGeom{span: c.RequiredSizeInBytes(), packDirect: c.Equal(sl), unpackDirect: c.Equal(dl)}
 	if target <= 0 {
-		target = max(g.span/pipeChunks, 1<<20)
+		target = max(g.span/pipeChunks, 4<<20)
 	}
 	ct := cutsOf(c, target)
 	views := [3]layout.Layout{sl, dl, c}
@@ -252,12 +252,15 @@ func (pp *peerPipe) run(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyCon
 		}
 	}
 	if !pp.unpackDirect {
-		if dimg, err = allocDevice(cfg, dst.dev, int(pp.span), cs); err != nil {
+		if dimg, err = allocDevice(cfg, dst.dev, int(pp.span), ds); err == nil {
+			err = join(cs, ds) // the copies write it
+		}
+		if err != nil {
 			return errors.Join(err, closeAfter(simg, ss, ss))
 		}
 	}
 	err = pp.chunksOn(dst, src, [3]*cuda.Stream{ss, cs, ds}, simg, dimg)
-	err = errors.Join(err, closeAfter(simg, ss, cs), closeAfter(dimg, cs, ds))
+	err = errors.Join(err, closeAfter(simg, ss, cs), closeAfter(dimg, ds, ds))
 	for _, o := range []*cuda.Stream{ss, cs, ds} {
 		if err == nil {
 			err = join(s, o)
@@ -312,9 +315,10 @@ func closeAfter(b *cuda.Buffer, at, last *cuda.Stream) error {
 }
 
 // pipeStreams returns the pipeline's streams: the source device's kernels,
-// the copies and the destination device's kernels. s serves whichever of
-// the two kernel streams is of its device; the others are side streams
-// ordered after s.
+// the copies (a stream of the source's device: its copy engines push the
+// chunks, as cuMemcpyPeer does) and the destination device's kernels. s
+// serves whichever of the two kernel streams is of its device; the others
+// are side streams ordered after s.
 func pipeStreams(sdev, ddev *cuda.Device, s *cuda.Stream) (ss, cs, ds *cuda.Stream, err error) {
 	if ss, err = follow(sdev, s); err != nil {
 		return
@@ -322,7 +326,7 @@ func pipeStreams(sdev, ddev *cuda.Device, s *cuda.Stream) (ss, cs, ds *cuda.Stre
 	if ds, err = follow(ddev, s); err != nil {
 		return
 	}
-	if cs, err = sideStream(ddev, 1); err == nil {
+	if cs, err = sideStream(sdev, 1); err == nil {
 		err = join(cs, s)
 	}
 	return
