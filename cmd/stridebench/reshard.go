@@ -235,7 +235,7 @@ func firstDiff(a, b []byte) int {
 
 // reshardRank is rank cm.Rank() of case c: its local views on its device,
 // the check (scatter from global, reshard, gather into got) and the
-// medians of the reshard and of NCCL's all-to-all of its local bytes.
+// medians of the reshard and of NCCL's all-to-all of the same bytes.
 func reshardRank(cm *nccl.Comm, s *cuda.Stream, c reshardCase, from, to dist.Sharding, global *memview.StridedMemoryView, got []byte, reps int) ([2]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -271,10 +271,11 @@ func reshardRank(cm *nccl.Comm, s *cuda.Stream, c reshardCase, from, to dist.Sha
 		return [2]float64{}, err
 	}
 	var t [2]float64
-	if t[0], err = eventMedian(s, reps, func() error { return rs.Run(ctx, s) }); err != nil {
+	wait := func() error { return cm.WaitStream(ctx, s) }
+	if t[0], err = eventMedian(s, reps, func() error { return rs.Run(ctx, s) }, wait); err != nil {
 		return t, err
 	}
-	t[1], err = allToAllMedian(ctx, cm, s, dst.Local().Layout().RequiredSizeInBytes(), reps)
+	t[1], err = allToAllMedian(ctx, cm, s, global.Layout().RequiredSizeInBytes()/int64(cm.Size()), reps)
 	return t, err
 }
 
@@ -298,8 +299,9 @@ func deviceDistView(cm *nccl.Comm, s *cuda.Stream, sh dist.Sharding, dt layout.D
 }
 
 // eventMedian times op on s with events, one op per sample, after three
-// untimed ones.
-func eventMedian(s *cuda.Stream, reps int, op func() error) (float64, error) {
+// untimed ones; wait waits for s (bounded: a rank that hangs in NCCL must
+// not hang the run).
+func eventMedian(s *cuda.Stream, reps int, op, wait func() error) (float64, error) {
 	dev := s.Device()
 	e0, err := dev.NewEvent(true)
 	if err != nil {
@@ -313,7 +315,7 @@ func eventMedian(s *cuda.Stream, reps int, op func() error) (float64, error) {
 	defer e1.Close()
 	samples := make([]float64, 0, reps)
 	for i := range reps + 3 {
-		err := errors.Join(e0.Record(s), op(), e1.Record(s), e1.Synchronize())
+		err := errors.Join(e0.Record(s), op(), e1.Record(s), wait(), e1.Synchronize())
 		if err != nil {
 			return 0, err
 		}
@@ -329,7 +331,10 @@ func eventMedian(s *cuda.Stream, reps int, op func() error) (float64, error) {
 }
 
 // allToAllMedian times NCCL's all-to-all of local bytes in equal chunks,
-// one per rank.
+// one per rank. local must be the same on every rank (the global bytes
+// over the ranks: an uneven split gives the ranks parts of different
+// sizes, and NCCL's sends and receives must match in size, else they
+// hang).
 func allToAllMedian(ctx context.Context, cm *nccl.Comm, s *cuda.Stream, local int64, reps int) (float64, error) {
 	per := local / int64(cm.Size())
 	dev := cm.Device()
@@ -343,5 +348,6 @@ func allToAllMedian(ctx context.Context, cm *nccl.Comm, s *cuda.Stream, local in
 		return 0, err
 	}
 	defer recv.Close()
-	return eventMedian(s, reps, func() error { return cm.AllToAllBytes(ctx, send.Ptr(), recv.Ptr(), per, s) })
+	return eventMedian(s, reps, func() error { return cm.AllToAllBytes(ctx, send.Ptr(), recv.Ptr(), per, s) },
+		func() error { return cm.WaitStream(ctx, s) })
 }
