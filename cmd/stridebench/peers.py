@@ -267,13 +267,13 @@ TORCH_NAMES = {"float16", "float32", "float64", "bfloat16", "complex64", "comple
 TORCH_CONTAINER = {1: "uint8", 2: "int16", 4: "int32", 8: "int64", 16: "complex128"}
 
 
-def run_torch(case, ref, args, l2, ctx):
+def torch_views(case):
+    """The torch dtype of a case's items, whether a trailing byte dim stands
+    for them (odd item sizes), that dim's extent list, and the array
+    operations for apply_ops."""
     import torch
 
-    if has_negative_step(case["src"]) or has_negative_step(case["dst"]):
-        return {"status": "unsupported", "reason": "PyTorch tensors cannot have negative strides (flip)"}
-    item, nbytes = case["itemsize"], case["bytes"]
-    name = case["dtype"]
+    name, item = case["dtype"], case["itemsize"]
     extra = False
     if name in TORCH_NAMES:
         dt = getattr(torch, name)
@@ -282,7 +282,16 @@ def run_torch(case, ref, args, l2, ctx):
     else:
         dt, extra = torch.uint8, True
     tail = [item] if extra else []
-    lib = Lib(lambda x, p: x.permute(*p), lambda x, s: x.expand(*s))
+    return dt, extra, tail, Lib(lambda x, p: x.permute(*p), lambda x, s: x.expand(*s))
+
+
+def run_torch(case, ref, args, l2, ctx):
+    import torch
+
+    if has_negative_step(case["src"]) or has_negative_step(case["dst"]):
+        return {"status": "unsupported", "reason": "PyTorch tensors cannot have negative strides (flip)"}
+    item, nbytes = case["itemsize"], case["bytes"]
+    dt, extra, tail, lib = torch_views(case)
     sbytes, dbytes = prod(case["base"]) * item, prod(case["dst_base"]) * item
     n = pair_count(sbytes + dbytes, l2)
     pairs = []
@@ -543,16 +552,7 @@ def run_torch_peer(case, ref, args, l2, ctx):
     if has_negative_step(case["src"]) or has_negative_step(case["dst"]):
         return {"status": "unsupported", "reason": "PyTorch tensors cannot have negative strides (flip)"}
     item, nbytes = case["itemsize"], case["bytes"]
-    name = case["dtype"]
-    extra = False
-    if name in TORCH_NAMES:
-        dt = getattr(torch, name)
-    elif item in TORCH_CONTAINER:
-        dt = getattr(torch, TORCH_CONTAINER[item])
-    else:
-        dt, extra = torch.uint8, True
-    tail = [item] if extra else []
-    lib = Lib(lambda x, p: x.permute(*p), lambda x, s: x.expand(*s))
+    dt, extra, tail, lib = torch_views(case)
     sbytes, dbytes = prod(case["base"]) * item, prod(case["dst_base"]) * item
     sb = torch.empty(max(sbytes, nbytes), dtype=torch.uint8, device="cuda:0")
     db = torch.empty(max(dbytes, nbytes), dtype=torch.uint8, device="cuda:1")

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/stridekit/stridekit/internal/cstr"
 )
 
 // Device attribute codes (CUdevice_attribute) used here.
@@ -92,7 +93,7 @@ func GetDevice(ordinal int) (*Device, error) {
 	if err := check("cuDeviceGetName", r); err != nil {
 		return nil, err
 	}
-	d.name = goString(uintptr(unsafe.Pointer(&name[0])))
+	d.name = cstr.GoString(uintptr(unsafe.Pointer(&name[0])))
 	runtime.KeepAlive(&name)
 	var total uintptr
 	r, _, _ = purego.SyscallN(drv.cuDeviceTotalMem, uintptr(unsafe.Pointer(&total)), uintptr(d.handle))

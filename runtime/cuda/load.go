@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/stridekit/stridekit/internal/cstr"
 )
 
 // drv holds the driver's entry points, filled once by loadDriver.
@@ -146,11 +147,11 @@ func bindSymbols(lib uintptr, path string, syms []symbol) error {
 func openLib(name string, mode int, syms []symbol) error {
 	lib, err := purego.Dlopen(name, mode)
 	if err != nil {
-		return errors.New(firstLine(err.Error()))
+		return errors.New(cstr.FirstLine(err.Error()))
 	}
 	if err := bindSymbols(lib, name, syms); err != nil {
 		if cerr := purego.Dlclose(lib); cerr != nil {
-			err = fmt.Errorf("%w (closing it: %s)", err, firstLine(cerr.Error()))
+			err = fmt.Errorf("%w (closing it: %s)", err, cstr.FirstLine(cerr.Error()))
 		}
 		return err
 	}
@@ -264,7 +265,7 @@ func selectNVRTC(candidates []string, named bool, open func(string) error) (stri
 			return "", fmt.Errorf("%w: STRIDEKIT_NVRTC=%s cannot be loaded (no other NVRTC is tried while it is set): %w",
 				ErrNoNVRTC, name, err)
 		}
-		tried = append(tried, name+" ("+firstLine(err.Error())+")")
+		tried = append(tried, name+" ("+cstr.FirstLine(err.Error())+")")
 	}
 	return "", fmt.Errorf("%w: tried %s", ErrNoNVRTC, strings.Join(tried, ", "))
 }
@@ -302,26 +303,6 @@ func loadNVRTC() error {
 	return nv.err
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// goString copies the NUL-terminated C string at p.
-func goString(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	n := 0
-	for *(*byte)(unsafe.Add(ptr, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(ptr), n))
-}
-
 // cString returns s as a NUL-terminated byte slice on the Go heap.
 func cString(s string) []byte {
 	b := make([]byte, len(s)+1)
@@ -339,7 +320,7 @@ func newError(call string, r uintptr) error {
 		purego.SyscallN(drv.cuGetErrorName, r, uintptr(unsafe.Pointer(&name)))
 		purego.SyscallN(drv.cuGetErrorString, r, uintptr(unsafe.Pointer(&desc)))
 	}
-	e.Name, e.Desc = goString(name), goString(desc)
+	e.Name, e.Desc = cstr.GoString(name), cstr.GoString(desc)
 	if e.Name == "" {
 		e.Name = "CUDA_ERROR_" + fmt.Sprint(code)
 	}
@@ -358,7 +339,7 @@ func nvrtcErr(call string, r uintptr) *NVRTCError {
 	e := &NVRTCError{Call: call, Code: int(int32(r))}
 	if nv.nvrtcGetErrorString != 0 {
 		p, _, _ := purego.SyscallN(nv.nvrtcGetErrorString, r)
-		e.Name = goString(p)
+		e.Name = cstr.GoString(p)
 	}
 	if e.Name == "" {
 		e.Name = "NVRTC_ERROR_" + fmt.Sprint(e.Code)

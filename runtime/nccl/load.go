@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
+	"github.com/stridekit/stridekit/internal/cstr"
 )
 
 // library is one loaded NCCL: where it came from, its version and its
@@ -77,7 +78,7 @@ func (e *LoadError) Error() string {
 	}
 	parts := make([]string, len(e.Tried))
 	for i, a := range e.Tried {
-		parts[i] = a.Name + " (" + firstLine(a.Err.Error()) + ")"
+		parts[i] = a.Name + " (" + cstr.FirstLine(a.Err.Error()) + ")"
 	}
 	return fmt.Sprintf("%v: tried %s", ErrNoNCCL, strings.Join(parts, "; "))
 }
@@ -253,7 +254,7 @@ func openLibrary(name string) (*library, error) {
 	}
 	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, errors.New(firstLine(err.Error()))
+		return nil, errors.New(cstr.FirstLine(err.Error()))
 	}
 	l := &library{path: name, handle: h}
 	err = l.bind()
@@ -262,7 +263,7 @@ func openLibrary(name string) (*library, error) {
 	}
 	if err != nil {
 		if cerr := purego.Dlclose(h); cerr != nil {
-			err = fmt.Errorf("%w (closing it: %s)", err, firstLine(cerr.Error()))
+			err = fmt.Errorf("%w (closing it: %s)", err, cstr.FirstLine(cerr.Error()))
 		}
 		return nil, err
 	}
@@ -315,34 +316,14 @@ func (l *library) newError(call string, code int, comm uintptr) *Error {
 	e := &Error{Call: call, Code: code}
 	if l.getErrorString != 0 {
 		p, _, _ := purego.SyscallN(l.getErrorString, uintptr(code))
-		e.Name = goString(p)
+		e.Name = cstr.GoString(p)
 	}
 	if e.Name == "" {
 		e.Name = resultName(code)
 	}
 	if l.getLastError != 0 {
 		p, _, _ := purego.SyscallN(l.getLastError, comm)
-		e.Last = goString(p)
+		e.Last = cstr.GoString(p)
 	}
 	return e
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// goString copies the NUL-terminated C string at p (at most 4 KiB of it).
-func goString(p uintptr) string {
-	if p == 0 {
-		return ""
-	}
-	ptr := *(*unsafe.Pointer)(unsafe.Pointer(&p))
-	n := 0
-	for n < 4096 && *(*byte)(unsafe.Add(ptr, n)) != 0 {
-		n++
-	}
-	return string(unsafe.Slice((*byte)(ptr), n))
 }
