@@ -86,8 +86,8 @@ func keyOf(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int, dev *cud
 			peer = src.dev
 		}
 	}
-	h := dst.l.Hash()
-	h ^= src.l.Hash()*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	h := dst.hash
+	h ^= src.hash*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
 	return bindKey{dev: dev, peer: peer, push: push, hash: h, path: p, dstKind: dst.kind, srcKind: src.kind, dstAlign: uint8(dstAlign), srcAlign: uint8(srcAlign)}
 }
 
