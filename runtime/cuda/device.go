@@ -43,6 +43,7 @@ type Device struct {
 	totalMem                int64
 	maxShared, maxSharedOpt int
 	memPools, managed       bool
+	temp                    tempPool // AllocTemp's pool, made at its first call
 	// per multiprocessor (0 where the driver does not say): the most
 	// threads, shared memory and blocks it holds at once, and the shared
 	// memory the driver keeps for each block.

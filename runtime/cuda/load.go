@@ -41,6 +41,7 @@ var drv struct {
 	cuFuncGetParamCount                                                  uintptr // optional (CUDA 12.9)
 	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess, cuMemcpyPeerAsync      uintptr // optional: peer copies
 	cuDeviceGetDefaultMemPool, cuMemPoolSetAccess                        uintptr // optional (CUDA 11.2)
+	cuMemPoolCreate, cuMemPoolSetAttribute, cuMemAllocFromPoolAsync      uintptr // optional (CUDA 11.2)
 }
 
 type symbol struct {
@@ -109,6 +110,9 @@ func driverSymbols() []symbol {
 		{"cuMemcpyPeerAsync", &d.cuMemcpyPeerAsync, true},
 		{"cuDeviceGetDefaultMemPool", &d.cuDeviceGetDefaultMemPool, true},
 		{"cuMemPoolSetAccess", &d.cuMemPoolSetAccess, true},
+		{"cuMemPoolCreate", &d.cuMemPoolCreate, true},
+		{"cuMemPoolSetAttribute", &d.cuMemPoolSetAttribute, true},
+		{"cuMemAllocFromPoolAsync", &d.cuMemAllocFromPoolAsync, true},
 	}
 }
 

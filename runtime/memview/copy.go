@@ -291,6 +291,17 @@ func hostToHost(dst, src *StridedMemoryView, s *cuda.Stream) error {
 	return hostcopy.Copy(dst.hostBytes(), dst.l, src.hostBytes(), src.l)
 }
 
+// allocTemp is allocDevice for temporaries as large as a copy's data
+// (the peer pipeline's images): without the copy's Allocator, from the
+// device's pool of temporaries (cuda.Device.AllocTemp), which keeps their
+// memory mapped from one synchronisation to the next.
+func allocTemp(cfg copyConfig, dev *cuda.Device, size int, s *cuda.Stream) (*cuda.Buffer, error) {
+	if cfg.alloc == nil {
+		return dev.AllocTemp(max(size, 1), s)
+	}
+	return allocDevice(cfg, dev, size, s)
+}
+
 // allocDevice returns a device temporary of size bytes, aligned to 16
 // bytes at least (the device copies of a binding are planned with that
 // alignment for temporaries): from the copy's Allocator if it has one,

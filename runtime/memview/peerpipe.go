@@ -22,7 +22,9 @@ import (
 // is unpacked and chunk k+2 packed: the copy takes about the link time of
 // its bytes, whatever the layouts, since the local passes run at several
 // times the link's bandwidth. The images are whole (not rings): the copy
-// takes up to its bytes again on each device, for the length of the copy.
+// takes up to its bytes again on each device, for the length of the copy,
+// from the devices' pools of temporaries (cuda.Device.AllocTemp), which
+// keep them mapped from one copy to the next.
 
 // pipeChunks is about how many chunks a large copy is cut into: enough
 // that the first pack and the last unpack, which overlap nothing, are a
@@ -247,12 +249,12 @@ func (pp *peerPipe) run(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyCon
 	}
 	var simg, dimg *cuda.Buffer
 	if !pp.packDirect {
-		if simg, err = allocDevice(cfg, src.dev, int(pp.span), ss); err != nil {
+		if simg, err = allocTemp(cfg, src.dev, int(pp.span), ss); err != nil {
 			return err
 		}
 	}
 	if !pp.unpackDirect {
-		if dimg, err = allocDevice(cfg, dst.dev, int(pp.span), ds); err == nil {
+		if dimg, err = allocTemp(cfg, dst.dev, int(pp.span), ds); err == nil {
 			err = join(cs, ds) // the copies write it
 		}
 		if err != nil {
