@@ -49,7 +49,10 @@ type Reshard struct {
 	unpack     []*memview.BoundCopy // recv segment → dst box, as plan.Recvs
 	keep       *memview.BoundCopy   // src box → dst box, nil when none
 	fork       *fork                // where keep runs beside the exchange
-	closed     bool
+	// ownSend and ownRecv say whether send and recv are the reshard's own
+	// buffers (from the transport) or views of the local parts' memory.
+	ownSend, ownRecv bool
+	closed           bool
 }
 
 // NewReshard plans, for this rank (t.Rank()), the move of the tensor src
@@ -107,34 +110,12 @@ func checkReshard(t Transport, dst, src *DistView) error {
 
 // build lays the segments out, allocates the buffers and binds the copies.
 func (r *Reshard) build() error {
-	n := r.t.Size()
-	var sendBytes, recvBytes int64
 	var err error
-	if r.sendSeg, sendBytes, err = segments(n, r.plan.Sends); err != nil {
+	if r.send, r.sendSeg, r.pack, r.ownSend, err = r.side(r.src, r.plan.Sends, false); err != nil {
 		return err
 	}
-	if r.recvSeg, recvBytes, err = segments(n, r.plan.Recvs); err != nil {
+	if r.recv, r.recvSeg, r.unpack, r.ownRecv, err = r.side(r.dst, r.plan.Recvs, true); err != nil {
 		return err
-	}
-	if r.send, err = r.alloc(sendBytes); err != nil {
-		return err
-	}
-	if r.recv, err = r.alloc(recvBytes); err != nil {
-		return err
-	}
-	for _, t := range r.plan.Sends {
-		c, err := r.bindSegment(r.send, r.sendSeg[t.Peer].Off, t.Box, false)
-		if err != nil {
-			return fmt.Errorf("pack %v for rank %d: %w", t.Box, t.Peer, err)
-		}
-		r.pack = append(r.pack, c)
-	}
-	for _, t := range r.plan.Recvs {
-		c, err := r.bindSegment(r.recv, r.recvSeg[t.Peer].Off, t.Box, true)
-		if err != nil {
-			return fmt.Errorf("unpack %v from rank %d: %w", t.Box, t.Peer, err)
-		}
-		r.unpack = append(r.unpack, c)
 	}
 	if r.plan.KeepBytes > 0 {
 		if r.keep, err = r.bindKeep(); err != nil {
@@ -142,6 +123,67 @@ func (r *Reshard) build() error {
 		}
 	}
 	return nil
+}
+
+// side returns the exchange buffer of one side of the reshard (the sends
+// from src when in is false, the receives into dst when in is true), its
+// segments, the copies that pack or unpack them, and whether the buffer is
+// the reshard's own. Where every box of ts lies in the local view as its
+// segment holds it (dense in C order) and the two local views share no
+// byte, the buffer is the local view's own memory and nothing is copied
+// (direct); else one from the transport, its segments back to back.
+func (r *Reshard) side(dv *DistView, ts []Transfer, in bool) (*memview.StridedMemoryView, []Segment, []*memview.BoundCopy, bool, error) {
+	buf, segs, err := r.direct(dv, ts)
+	if err != nil || buf != nil {
+		return buf, segs, nil, false, err
+	}
+	segs, size, err := segments(r.t.Size(), ts)
+	if err == nil {
+		buf, err = r.alloc(size)
+	}
+	if err != nil {
+		return nil, nil, nil, false, err
+	}
+	what := map[bool]string{false: "pack %v for rank %d: %w", true: "unpack %v from rank %d: %w"}[in]
+	copies := make([]*memview.BoundCopy, 0, len(ts))
+	for _, t := range ts {
+		c, err := r.bindSegment(buf, segs[t.Peer].Off, t.Box, in)
+		if err != nil {
+			return buf, nil, nil, true, fmt.Errorf(what, t.Box, t.Peer, err)
+		}
+		copies = append(copies, c)
+	}
+	return buf, segs, copies, true, nil
+}
+
+// direct returns a 1-D uint8 view of dv's local memory and the segments of
+// the boxes ts in it, when every box lies there dense in C order (as a
+// segment holds it) and the local views of the reshard share no byte (the
+// exchange then reads or writes them while the kept box is copied); else
+// nil.
+func (r *Reshard) direct(dv *DistView, ts []Transfer) (*memview.StridedMemoryView, []Segment, error) {
+	if len(ts) == 0 || overlap(r.src.local, r.dst.local) {
+		return nil, nil, nil
+	}
+	l := dv.local.Layout()
+	item := int64(l.Itemsize())
+	segs := make([]Segment, r.t.Size())
+	for _, t := range ts {
+		sub, off, err := l.Slice(t.Box.within(dv.block)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !sub.IsContiguousC() || sub.MinOffset() != 0 {
+			return nil, nil, nil
+		}
+		segs[t.Peer] = Segment{Off: (off - l.MinOffset()) * item, Len: t.Bytes}
+	}
+	u8, err := layout.Dense([]int64{l.RequiredSizeInBytes()}, 1, layout.C)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := dv.local.ViewAt(l.MinOffset()*item, u8, layout.Uint8)
+	return v, segs, err
 }
 
 // segments lays out one segment per transfer, by peer, each at a multiple
@@ -286,9 +328,17 @@ func (r *Reshard) Run(ctx context.Context, s *cuda.Stream) error {
 func (r *Reshard) Plan() Plan { return r.plan.clone() }
 
 // Buffers returns the sizes in bytes of the send and receive buffers the
-// reshard holds (one byte at least each).
+// reshard holds: one byte at least each, or 0 for a side that exchanges
+// straight from or into the local part's memory (every box of that side
+// lies there dense in C order, as rows of a row-major part do).
 func (r *Reshard) Buffers() (send, recv int64) {
-	return r.send.Shape()[0], r.recv.Shape()[0]
+	if r.ownSend {
+		send = r.send.Shape()[0]
+	}
+	if r.ownRecv {
+		recv = r.recv.Shape()[0]
+	}
+	return send, recv
 }
 
 // String describes the reshard and its plan.
@@ -311,8 +361,8 @@ func (r *Reshard) Close() error {
 	if r.fork != nil {
 		errs = append(errs, r.fork.close())
 	}
-	for _, v := range []*memview.StridedMemoryView{r.send, r.recv} {
-		if v != nil {
+	for i, v := range []*memview.StridedMemoryView{r.send, r.recv} {
+		if v != nil && [2]bool{r.ownSend, r.ownRecv}[i] {
 			errs = append(errs, v.Close())
 		}
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -348,7 +350,9 @@ func TestNewReshardErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if s, rcv := r.Buffers(); s != 16 || rcv != 16 || !strings.HasPrefix(r.String(), "reshard float32 (4,4) over mesh(2) as (0, None) → (4,4) over mesh(2) as (None, 0)\nrank 0:") {
+	// Rows to columns of row-major parts: the received rows are dense in
+	// the destination part, which takes them straight (no buffer).
+	if s, rcv := r.Buffers(); s != 16 || rcv != 0 || !strings.HasPrefix(r.String(), "reshard float32 (4,4) over mesh(2) as (0, None) → (4,4) over mesh(2) as (None, 0)\nrank 0:") {
 		t.Errorf("buffers %d %d, %s", s, rcv, r)
 	}
 }
@@ -420,4 +424,93 @@ func TestReshardDeadRank(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestReshardDirect: between row-major local parts, rows → columns
+// receives straight into each rank's destination (its rows of the
+// columns are dense there) and columns → rows sends straight from each
+// rank's source, so that side holds no buffer; the result is the
+// reference's, and closing the reshard leaves the local parts open.
+func TestReshardDirect(t *testing.T) {
+	m := mustMesh(t, 2)
+	shape := []int64{6, 8}
+	rows := mustSharding(t, shape, m, Spec{{0}})
+	cols := mustSharding(t, shape, m, Spec{nil, {0}})
+	for _, c := range []struct {
+		name             string
+		from, to         Sharding
+		sendBuf, recvBuf bool
+	}{{"rows to columns", rows, cols, true, false}, {"columns to rows", cols, rows, false, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			ts, err := NewHostGroup(2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			global := make([]float32, 48)
+			for i := range global {
+				global[i] = float32(i + 1)
+			}
+			gl, _ := layout.Dense(shape, 4, layout.C)
+			gv, _ := memview.FromHost(global, gl)
+			var wg sync.WaitGroup
+			errs := make([]error, 2)
+			for r := range 2 {
+				wg.Go(func() { errs[r] = directRank(ts[r], r, c.from, c.to, gv, c.sendBuf, c.recvBuf) })
+			}
+			wg.Wait()
+			for r, err := range errs {
+				if err != nil {
+					t.Errorf("rank %d: %v", r, err)
+				}
+			}
+		})
+	}
+}
+
+// directRank is rank r of TestReshardDirect: load its source part from
+// global, reshard, check which sides hold buffers and that its destination
+// part is global's block, then that the parts stay open after Close.
+func directRank(tr Transport, r int, from, to Sharding, global *memview.StridedMemoryView, sendBuf, recvBuf bool) error {
+	src, err := NewHostDistView(from, layout.Float32, r)
+	if err != nil {
+		return err
+	}
+	dst, err := NewHostDistView(to, layout.Float32, r)
+	if err != nil {
+		return err
+	}
+	if err := src.LoadFrom(global, nil); err != nil {
+		return err
+	}
+	rs, err := NewReshard(tr, dst, src)
+	if err != nil {
+		return err
+	}
+	if s, v := rs.Buffers(); (s > 0) != sendBuf || (v > 0) != recvBuf {
+		return fmt.Errorf("buffers %d and %d bytes, want a send buffer %v and a receive buffer %v", s, v, sendBuf, recvBuf)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rs.Run(ctx, nil); err != nil {
+		return err
+	}
+	if err := rs.Close(); err != nil {
+		return err
+	}
+	want, _ := NewHostDistView(to, layout.Float32, r)
+	if err := want.LoadFrom(global, nil); err != nil {
+		return err
+	}
+	got, wv := make([]float32, 24), make([]float32, 24)
+	for i, v := range []*DistView{dst, want} {
+		out := [][]float32{got, wv}[i]
+		ov, _ := memview.FromHost(out, v.Local().Layout())
+		if err := ov.CopyFrom(v.Local(), nil); err != nil {
+			return fmt.Errorf("the local part after Close: %w", err)
+		}
+	}
+	if !slices.Equal(got, wv) {
+		return fmt.Errorf("destination part %v, want %v", got, wv)
+	}
+	return nil
 }
