@@ -17,11 +17,13 @@ import (
 // "stridebench peer" measures copies between the views of two GPUs of one
 // host (memview's PathPeer): each case's source on -src, its destination on
 // -dst, against cuMemcpyPeerAsync of the bytes the copy writes, timed the
-// same way in the same run. Per case: the copy with its kernel on the
-// source's device (push) and on the destination's (pull), and both
-// directions at once (the case copied A→B and B→A together, each pushed or
-// each pulled, whichever was faster one way) against both peer memcpys at
-// once. Each copy is checked once, pushed and pulled, against
+// same way in the same run. Per case: the copy queued on a stream of the
+// source's device ("push") and on one of the destination's ("pull"); for
+// copies under 1 MiB the kernel runs on that stream's device, for larger
+// ones memview picks the device and the two columns differ only by the
+// events that order the other device's stream. And both directions at
+// once (the case copied A→B and B→A together, each on the faster of the
+// two streams' devices) against both peer memcpys at once. Each copy is checked once, pushed and pulled, against
 // runtime/hostcopy. -compare runs PyTorch's cross-device dst.copy_(src)
 // (peers.py, framework torch-peer) on the same cases, as a % of its own
 // contiguous cross-device copy of the same bytes.

@@ -25,9 +25,10 @@ type BoundCopy struct {
 }
 
 // Bind binds the copy of src into dst: dst.CopyFrom(src, …) made ready to
-// run. A copy between two devices is bound to run on the source's device
-// (a push); Copy on a stream of the destination's device binds, once, the
-// pull as well. It fails as CopyFrom would on views that cannot be copied (checks
+// run. A copy between two devices of 1 MiB or more runs its kernel on the
+// device its layouts suit (see CopyFrom); a smaller one is bound to run on
+// the source's device, and Copy on a stream of the destination's device
+// binds, once, the copy run there as well. It fails as CopyFrom would on views that cannot be copied (checks
 // that need a stream aside, which Copy makes).
 func Bind(dst, src *StridedMemoryView) (*BoundCopy, error) {
 	if err := checkCopy(dst, src); err != nil {
@@ -50,8 +51,8 @@ func (c *BoundCopy) Copy(s *cuda.Stream, opts ...CopyOption) error {
 		cfg = applyOptions(opts)
 	}
 	b := c.b
-	if c.path == PathPeer && s != nil && s.Device() != b.key.dev {
-		var err error // the kernel runs on s's device: its binding
+	if c.path == PathPeer && s != nil && execDevice(c.dst, c.src, PathPeer, s) != b.key.dev {
+		var err error // a small copy runs on s's device: its binding
 		if _, b, err = bindingOf(c.dst, c.src, s); err != nil {
 			return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)
 		}

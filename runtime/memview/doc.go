@@ -32,12 +32,14 @@
 //     (layout.PlanCopy, with the real alignment of both pointers), run by
 //     package kernels as nothing, one cuMemcpyAsync, or one copy kernel on
 //     the stream.
-//   - device ↔ device of two devices of one host (PathPeer): small copies
-//     with peer access are one copy kernel on the device of the copy's
-//     stream, reading or writing the other device's memory; larger ones,
-//     and all without peer access, a pipeline of chunks packed on the
-//     source's device, moved by cuMemcpyPeerAsync and unpacked on the
-//     destination's, the stages overlapping. Work on the other device is
+//   - device ↔ device of two devices of one host (PathPeer): with peer
+//     access, one copy kernel reading or writing the other device's
+//     memory, on the device of the copy's stream for copies under 1 MiB,
+//     else on the destination's (pulling) for sources that fill their span
+//     and on the source's (pushing) for sources with gaps; without peer
+//     access, a pipeline of chunks packed on the source's device, moved by
+//     cuMemcpyPeerAsync and unpacked on the destination's, the stages
+//     overlapping. Work on the other device is
 //     ordered after the copy's stream and the copy's stream after it by
 //     events; PeerStream orders a stream of the other device too.
 //   - host → device, device → host: the host view's compact image crosses

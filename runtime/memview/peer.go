@@ -13,12 +13,13 @@ import (
 
 // How a copy between views on two devices of one host moves (PathPeer):
 //
-//   - With peer access (NVLink or PCIe), a copy under pipeMin bytes, or one
-//     that is a memcpy, is one kernel (or cuMemcpyAsync) on the device of
-//     the copy's stream, reading the source and writing the destination,
-//     one side of it remote: a stream of the source's device pushes, one of
-//     the destination's pulls. Peer access is enabled once per device pair,
-//     at bind time.
+//   - With peer access (NVLink or PCIe), a copy is one kernel (or
+//     cuMemcpyAsync) reading the source and writing the destination, one
+//     side of it remote. A copy under peerPolicyMin runs on the device of
+//     the copy's stream; a larger one where its layouts suit (peerSide):
+//     pulled by the destination's device from a source that fills its
+//     span, pushed by the source's from one with gaps. Peer access is
+//     enabled once per device pair, at bind time.
 //   - Larger copies, and every copy without peer access, run the staged
 //     pipeline (peerpipe.go): chunks packed on the source's device, moved
 //     by cuMemcpyPeerAsync, unpacked on the destination's, the three stages
@@ -41,16 +42,40 @@ import (
 func PeerStream(o *cuda.Stream) CopyOption { return func(c *copyConfig) { c.peer = o } }
 
 // execDevice returns the device a copy on path p runs its kernel on: for
-// a peer copy the device of s when it is one of the two views' (else the
-// source's: a push), otherwise the device the views share.
+// a peer copy of peerPolicyMin bytes or more the device peerSide picks;
+// for a smaller one the device of s when it is one of the two views'
+// (else the source's); for other copies the device the views share.
 func execDevice(dst, src *StridedMemoryView, p Path, s *cuda.Stream) *cuda.Device {
 	if p == PathPeer {
+		if dst.span >= peerPolicyMin {
+			return peerSide(dst, src)
+		}
 		if s != nil && s.Device() == dst.dev {
 			return dst.dev
 		}
 		return src.dev
 	}
 	if dst.dev != nil {
+		return dst.dev
+	}
+	return src.dev
+}
+
+// peerPolicyMin is the size of a destination from which a copy between two
+// devices runs its kernel on the device peerSide picks, whatever the
+// device of the copy's stream (the other device's work is ordered by
+// events, a few microseconds); a smaller copy, whose time is mostly its
+// launch's, runs on the stream's device.
+var peerPolicyMin int64 = 1 << 20
+
+// peerSide returns the device a large peer copy's kernel runs on: the
+// destination's (a pull: the reads cross the link, the writes stay local)
+// when the source fills its span, the source's (a push: only the bytes the
+// copy needs are read, locally) when it has gaps or broadcasts. On two
+// NVLinked H100s box tiles ran 1.3–2 times faster pulled and strided
+// sources twice as fast pushed (docs/design.md, "Copies between GPUs").
+func peerSide(dst, src *StridedMemoryView) *cuda.Device {
+	if src.dense {
 		return dst.dev
 	}
 	return src.dev
@@ -109,10 +134,14 @@ var errPeerStaged = fmt.Errorf("memview: staged peer copy forced: %w", cuda.ErrN
 // checkPeerStreams checks the streams of a peer copy: s on one of the two
 // devices, and PeerStream's, if given, on the other.
 func checkPeerStreams(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
-	if err := checkStream(s, b.key.dev); err != nil {
-		return fmt.Errorf("%w (a copy from %v to %v runs on a stream of either)", err, src.dev, dst.dev)
+	if err := streamFits(dst, src, s); err != nil {
+		return err
 	}
-	if o := cfg.peer; o != nil && o.Device() != b.key.peer {
+	other := dst.dev
+	if s.Device() == dst.dev {
+		other = src.dev
+	}
+	if o := cfg.peer; o != nil && o.Device() != other {
 		return fmt.Errorf("%w: PeerStream of %v for a copy on %v between %v and %v", ErrDevice, o.Device(), s.Device(), src.dev, dst.dev)
 	}
 	return nil
@@ -127,7 +156,7 @@ func peerCopy(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyC
 	}
 	var err error
 	if b.stg == nil {
-		err = b.k.Enqueue(s, cuda.DevicePtr(dst.low), cuda.DevicePtr(src.low))
+		err = enqueueOn(b, dst, src, s)
 	} else {
 		err = b.stg.run(dst, src, s, cfg)
 	}
@@ -138,6 +167,20 @@ func peerCopy(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyC
 		err = s.Synchronize()
 	}
 	return incomplete(err)
+}
+
+// enqueueOn queues the kernel of b, which runs on device b.key.dev, for a
+// copy ordered on s: on s where s is of that device, else on the device's
+// side stream between two events.
+func enqueueOn(b *binding, dst, src *StridedMemoryView, s *cuda.Stream) error {
+	es, err := follow(b.key.dev, s)
+	if err == nil {
+		err = b.k.Enqueue(es, cuda.DevicePtr(dst.low), cuda.DevicePtr(src.low))
+	}
+	if err == nil && es != s {
+		err = join(s, es)
+	}
+	return err
 }
 
 // follow returns a stream of dev whose next work starts after the work

@@ -21,8 +21,10 @@ import (
 // and staged, checked byte for byte against runtime/hostcopy on poisoned
 // destinations, margins included. Only the copy's own stream is
 // synchronized before the check, so a missing event between the two
-// devices' streams shows as a wrong result. STRIDEKIT_GPU_PEER_PAIRS sets
-// the number of pairs (default 3,000; 300 with -short).
+// devices' streams shows as a wrong result. A third of the pairs run on
+// the stream's device, a third where peerSide says, a third through the
+// staged pipeline. STRIDEKIT_GPU_PEER_PAIRS sets the number of pairs
+// (default 3,000; 300 with -short).
 
 // peerPairs returns the number of pairs a peer test runs.
 func peerPairs() int {
@@ -46,6 +48,20 @@ func withStaged(f func()) {
 	f()
 }
 
+// withPolicy runs f with every peer copy, whatever its size, run on the
+// device peerSide picks rather than the stream's, the binding cache
+// emptied before and after.
+func withPolicy(f func()) {
+	forget()
+	peerPolicyMin = 0
+	defer func() { peerPolicyMin = 1 << 20; forget() }()
+	f()
+}
+
+// wantSide is the device peerSide picked for the last pair peerCheck
+// copied (the policy mode's expectation).
+var wantSide *cuda.Device
+
 // peerCheck copies one random pair from device si's arena into device di's
 // on a stream of device on, and checks every byte of the destination
 // buffer. It returns the copy's plan.
@@ -58,6 +74,7 @@ func peerCheck(t *testing.T, r *rand.Rand, ar [2]*arena, ss [2]*cuda.Stream, di,
 	ar[si].put(t, sbuf)
 	dt, _ := layout.Opaque(c.Dst.Itemsize())
 	dv, sv := ar[di].view(t, c.DstBase, c.Dst, dt), ar[si].view(t, c.SrcBase, c.Src, dt)
+	wantSide = peerSide(dv, sv)
 	var opts []CopyOption
 	if peer {
 		opts = append(opts, PeerStream(ss[1-on]))
@@ -105,14 +122,15 @@ func TestGPUPeerPairs(t *testing.T) {
 				failed++
 				continue
 			}
-			if cp.Path != PathPeer || cp.Staged != (mode == "staged") {
-				t.Fatalf("%s pair %d explained as %v", mode, i, cp)
+			if cp.Path != PathPeer || cp.Staged != (mode == "staged") || mode == "policy" && cp.Device != wantSide {
+				t.Fatalf("%s pair %d explained as %v on %v", mode, i, cp, cp.Device)
 			}
 			served[fmt.Sprintf("%s on %s", mode, map[bool]string{true: "src", false: "dst"}[on == si])]++
 		}
 	}
-	run("direct", n*2/3)
-	withStaged(func() { run("staged", n-n*2/3) })
+	run("direct", n/3)
+	withPolicy(func() { run("policy", n/3) })
+	withStaged(func() { run("staged", n-2*(n/3)) })
 	t.Logf("peer pairs served: %v", served)
 }
 

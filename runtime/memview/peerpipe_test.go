@@ -105,3 +105,37 @@ func TestPeerKeyDirection(t *testing.T) {
 		t.Errorf("keys %+v and %+v", pull, push)
 	}
 }
+
+// TestPeerSide: a peer copy of 1 MiB or more runs on the destination's
+// device when the source fills its span and on the source's when it has
+// gaps or broadcasts, whatever the stream; a smaller one on the stream's
+// device (the source's without a stream).
+func TestPeerSide(t *testing.T) {
+	d0, d1 := new(cuda.Device), new(cuda.Device)
+	big, _ := layout.Dense([]int64{1024, 1024}, 4, layout.C)
+	small, _ := layout.Dense([]int64{16, 16}, 4, layout.C)
+	view := func(d *cuda.Device, l layout.Layout) *StridedMemoryView {
+		return fakeView(t, cuda.MemoryDevice, d, 0x100000, l, layout.Float32)
+	}
+	gapped := fakeView(t, cuda.MemoryDevice, d0, 0x100000, mustNew(t, []int64{1024, 1024}, []int64{2048, 2}, 4), layout.Float32)
+	bcast := fakeView(t, cuda.MemoryDevice, d0, 0x100000, mustNew(t, []int64{1024, 1024}, []int64{0, 1}, 4), layout.Float32)
+	transposed, _ := big.Permute(1, 0)
+	for _, c := range []struct {
+		name     string
+		dst, src *StridedMemoryView
+		s        *cuda.Stream
+		want     *cuda.Device
+	}{
+		{"dense source, stream of the source: pulled", view(d1, big), view(d0, transposed), d0.LegacyStream(), d1},
+		{"dense source, no stream: pulled", view(d1, big), view(d0, big), nil, d1},
+		{"strided source, stream of the destination: pushed", view(d1, big), gapped, d1.LegacyStream(), d0},
+		{"broadcast source: pushed", view(d1, big), bcast, d1.LegacyStream(), d0},
+		{"small, stream of the destination", view(d1, small), view(d0, small), d1.LegacyStream(), d1},
+		{"small, stream of the source", view(d1, small), view(d0, small), d0.LegacyStream(), d0},
+		{"small, no stream", view(d1, small), view(d0, small), nil, d0},
+	} {
+		if got := execDevice(c.dst, c.src, PathPeer, c.s); got != c.want {
+			t.Errorf("%s: runs on %p, want %p", c.name, got, c.want)
+		}
+	}
+}

@@ -73,6 +73,7 @@ type StridedMemoryView struct {
 	readOnly bool
 	owner    *owner
 	hash     uint64 // l.Hash(), made with the view: copies key their bindings by it
+	dense    bool   // the view's elements fill its span, each byte once
 }
 
 // owner is shared by a view and every view derived from it: whether they
@@ -122,7 +123,8 @@ func newView(low uintptr, l layout.Layout, dt layout.DType, lo, hi uintptr) (*St
 	if low < lo || uint64(span) > uint64(hi-low) || (span > 0 && low > hi) {
 		return nil, fmt.Errorf("%w: layout %v needs %d bytes from %#x, memory is [%#x, %#x)", ErrOutOfBounds, l, span, low, lo, hi)
 	}
-	r := &rootView{v: StridedMemoryView{low: low, span: span, l: l, dt: dt, lo: lo, hi: hi, unique: l.IsUnique(), hash: l.Hash()}}
+	r := &rootView{v: StridedMemoryView{low: low, span: span, l: l, dt: dt, lo: lo, hi: hi, unique: l.IsUnique(), hash: l.Hash(),
+		dense: span > 0 && l.Volume()*int64(l.Itemsize()) == span}}
 	v := &r.v
 	v.owner = &r.o // derived views replace it with their root's
 	v.ptr = low + uintptr(-l.MinOffset()*int64(l.Itemsize()))
