@@ -35,7 +35,7 @@ func TestLeanDeps(t *testing.T) {
 // listed here sit above all of them; internal/tilegeom, which the planner
 // and the generator share, sits below them all.
 var layers = [][]string{
-	{"internal/tilegeom", "internal/meminfo", "internal/cstr"},
+	{"internal/tilegeom", "internal/meminfo", "internal/dlib"},
 	{"layout", "templates"},
 	{"gen"},
 	{"runtime/cuda", "runtime/hostcopy"},

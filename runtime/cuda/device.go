@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/stridekit/stridekit/internal/cstr"
+	"github.com/stridekit/stridekit/internal/dlib"
 )
 
 // Device attribute codes (CUdevice_attribute) used here.
@@ -94,7 +94,7 @@ func GetDevice(ordinal int) (*Device, error) {
 	if err := check("cuDeviceGetName", r); err != nil {
 		return nil, err
 	}
-	d.name = cstr.GoString(uintptr(unsafe.Pointer(&name[0])))
+	d.name = dlib.GoString(uintptr(unsafe.Pointer(&name[0])))
 	runtime.KeepAlive(&name)
 	var total uintptr
 	r, _, _ = purego.SyscallN(drv.cuDeviceTotalMem, uintptr(unsafe.Pointer(&total)), uintptr(d.handle))

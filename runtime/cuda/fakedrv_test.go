@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/stridekit/stridekit/internal/cstr"
+	"github.com/stridekit/stridekit/internal/dlib"
 )
 
 // fakeDriver stands in for libcuda in tests that need no GPU: its entry
@@ -70,7 +70,7 @@ func makeFakeEntries() {
 	add(&d.cuModuleLoadData, func(p *uintptr, image uintptr) uintptr { *p = f().create("module"); return 0 })
 	add(&d.cuModuleUnload, func(h uintptr) uintptr { return f().destroy(h, "module") })
 	add(&d.cuModuleGetFunction, func(p *uintptr, m uintptr, name *byte) uintptr {
-		return f().getFunction(p, m, cstr.GoString(uintptr(unsafe.Pointer(name))))
+		return f().getFunction(p, m, dlib.GoString(uintptr(unsafe.Pointer(name))))
 	})
 	add(&d.cuFuncGetParamCount, func(fn uintptr, n *uintptr) uintptr { return f().paramCount(fn, n) })
 	add(&d.cuFuncGetParamInfo, func(fn, i uintptr, off, size *uintptr) uintptr { return f().paramInfo(fn, i, off, size) })

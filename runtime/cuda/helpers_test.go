@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/stridekit/stridekit/internal/cstr"
+	"github.com/stridekit/stridekit/internal/dlib"
 )
 
 // needGPU returns device 0, or skips the test with a one-line reason where
@@ -21,7 +21,7 @@ func needGPU(tb testing.TB) *Device {
 		tb.Fatalf("GPU required (STRIDEKIT_REQUIRE_GPU=1): %v", err)
 	}
 	if errors.Is(err, ErrNoDriver) || errors.Is(err, ErrNoDevice) || errors.Is(err, ErrInvalidDevice) {
-		tb.Skipf("no GPU: %s", cstr.FirstLine(err.Error()))
+		tb.Skipf("no GPU: %s", dlib.FirstLine(err.Error()))
 	}
 	tb.Fatal(err)
 	return nil

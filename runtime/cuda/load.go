@@ -4,13 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/stridekit/stridekit/internal/cstr"
+	"github.com/stridekit/stridekit/internal/dlib"
 )
 
 // drv holds the driver's entry points, filled once by loadDriver.
@@ -151,11 +150,11 @@ func bindSymbols(lib uintptr, path string, syms []symbol) error {
 func openLib(name string, mode int, syms []symbol) error {
 	lib, err := purego.Dlopen(name, mode)
 	if err != nil {
-		return errors.New(cstr.FirstLine(err.Error()))
+		return errors.New(dlib.FirstLine(err.Error()))
 	}
 	if err := bindSymbols(lib, name, syms); err != nil {
 		if cerr := purego.Dlclose(lib); cerr != nil {
-			err = fmt.Errorf("%w (closing it: %s)", err, cstr.FirstLine(cerr.Error()))
+			err = fmt.Errorf("%w (closing it: %s)", err, dlib.FirstLine(cerr.Error()))
 		}
 		return err
 	}
@@ -236,22 +235,7 @@ func nvrtcSymbols() []symbol {
 // candidate: a named library that cannot be loaded is an error, never a
 // reason to fall back on another NVRTC.
 func nvrtcCandidates(getenv func(string) string) (c []string, named bool) {
-	if p := getenv("STRIDEKIT_NVRTC"); p != "" {
-		return []string{p}, true
-	}
-	sonames := []string{"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"}
-	c = append(c, sonames...)
-	var dirs []string
-	if h := getenv("CUDA_HOME"); h != "" {
-		dirs = append(dirs, filepath.Join(h, "lib64"))
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64")
-	for _, d := range dirs {
-		for _, n := range sonames {
-			c = append(c, filepath.Join(d, n))
-		}
-	}
-	return c, false
+	return dlib.Candidates(getenv, "STRIDEKIT_NVRTC", "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2")
 }
 
 // selectNVRTC returns the first candidate that open loads. When none does,
@@ -269,7 +253,7 @@ func selectNVRTC(candidates []string, named bool, open func(string) error) (stri
 			return "", fmt.Errorf("%w: STRIDEKIT_NVRTC=%s cannot be loaded (no other NVRTC is tried while it is set): %w",
 				ErrNoNVRTC, name, err)
 		}
-		tried = append(tried, name+" ("+cstr.FirstLine(err.Error())+")")
+		tried = append(tried, name+" ("+dlib.FirstLine(err.Error())+")")
 	}
 	return "", fmt.Errorf("%w: tried %s", ErrNoNVRTC, strings.Join(tried, ", "))
 }
@@ -324,7 +308,7 @@ func newError(call string, r uintptr) error {
 		purego.SyscallN(drv.cuGetErrorName, r, uintptr(unsafe.Pointer(&name)))
 		purego.SyscallN(drv.cuGetErrorString, r, uintptr(unsafe.Pointer(&desc)))
 	}
-	e.Name, e.Desc = cstr.GoString(name), cstr.GoString(desc)
+	e.Name, e.Desc = dlib.GoString(name), dlib.GoString(desc)
 	if e.Name == "" {
 		e.Name = "CUDA_ERROR_" + fmt.Sprint(code)
 	}
@@ -343,7 +327,7 @@ func nvrtcErr(call string, r uintptr) *NVRTCError {
 	e := &NVRTCError{Call: call, Code: int(int32(r))}
 	if nv.nvrtcGetErrorString != 0 {
 		p, _, _ := purego.SyscallN(nv.nvrtcGetErrorString, r)
-		e.Name = cstr.GoString(p)
+		e.Name = dlib.GoString(p)
 	}
 	if e.Name == "" {
 		e.Name = "NVRTC_ERROR_" + fmt.Sprint(e.Code)

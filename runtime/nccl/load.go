@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/ebitengine/purego"
-	"github.com/stridekit/stridekit/internal/cstr"
+	"github.com/stridekit/stridekit/internal/dlib"
 )
 
 // library is one loaded NCCL: where it came from, its version and its
@@ -78,7 +78,7 @@ func (e *LoadError) Error() string {
 	}
 	parts := make([]string, len(e.Tried))
 	for i, a := range e.Tried {
-		parts[i] = a.Name + " (" + cstr.FirstLine(a.Err.Error()) + ")"
+		parts[i] = a.Name + " (" + dlib.FirstLine(a.Err.Error()) + ")"
 	}
 	return fmt.Sprintf("%v: tried %s", ErrNoNCCL, strings.Join(parts, "; "))
 }
@@ -156,20 +156,8 @@ func versionString(code int) string {
 // environment through getenv and the file system through glob (see Load).
 // named reports that the list is the one library $STRIDEKIT_NCCL names.
 func candidates(getenv func(string) string, glob func(string) ([]string, error)) (c []string, named bool) {
-	if p := getenv("STRIDEKIT_NCCL"); p != "" {
-		return []string{p}, true
-	}
-	sonames := []string{"libnccl.so.2", "libnccl.so"}
-	c = append(c, sonames...)
-	var dirs []string
-	if h := getenv("CUDA_HOME"); h != "" {
-		dirs = append(dirs, filepath.Join(h, "lib64"))
-	}
-	dirs = append(dirs, "/usr/local/cuda/lib64")
-	for _, d := range dirs {
-		for _, n := range sonames {
-			c = append(c, filepath.Join(d, n))
-		}
+	if c, named = dlib.Candidates(getenv, "STRIDEKIT_NCCL", "libnccl.so.2", "libnccl.so"); named {
+		return c, true
 	}
 	for _, site := range siteDirs(getenv, glob) {
 		for _, pat := range []string{"nvidia/nccl*/lib/libnccl.so*", "nvidia/*/lib/libnccl.so*", "nvidia/*/*/lib/libnccl.so*"} {
@@ -254,7 +242,7 @@ func openLibrary(name string) (*library, error) {
 	}
 	h, err := purego.Dlopen(name, purego.RTLD_NOW|purego.RTLD_LOCAL)
 	if err != nil {
-		return nil, errors.New(cstr.FirstLine(err.Error()))
+		return nil, errors.New(dlib.FirstLine(err.Error()))
 	}
 	l := &library{path: name, handle: h}
 	err = l.bind()
@@ -263,7 +251,7 @@ func openLibrary(name string) (*library, error) {
 	}
 	if err != nil {
 		if cerr := purego.Dlclose(h); cerr != nil {
-			err = fmt.Errorf("%w (closing it: %s)", err, cstr.FirstLine(cerr.Error()))
+			err = fmt.Errorf("%w (closing it: %s)", err, dlib.FirstLine(cerr.Error()))
 		}
 		return nil, err
 	}
@@ -316,14 +304,14 @@ func (l *library) newError(call string, code int, comm uintptr) *Error {
 	e := &Error{Call: call, Code: code}
 	if l.getErrorString != 0 {
 		p, _, _ := purego.SyscallN(l.getErrorString, uintptr(code))
-		e.Name = cstr.GoString(p)
+		e.Name = dlib.GoString(p)
 	}
 	if e.Name == "" {
 		e.Name = resultName(code)
 	}
 	if l.getLastError != 0 {
 		p, _, _ := purego.SyscallN(l.getLastError, comm)
-		e.Last = cstr.GoString(p)
+		e.Last = dlib.GoString(p)
 	}
 	return e
 }
