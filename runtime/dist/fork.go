@@ -4,7 +4,6 @@ import (
 	"errors"
 
 	"github.com/stridekit/stridekit/runtime/cuda"
-	"github.com/stridekit/stridekit/runtime/memview"
 )
 
 // fork runs a reshard's kept box beside the exchange: on a side stream of
@@ -23,7 +22,7 @@ type fork struct {
 // the local views share no byte (in place, the keep must wait for the
 // packs). Otherwise it returns nil and queues nothing.
 func (r *Reshard) forkKeep(s *cuda.Stream) (*cuda.Stream, error) {
-	if s == nil || r.keep == nil || overlap(r.src.local, r.dst.local) {
+	if s == nil || r.keep == nil || r.src.local.Overlaps(r.dst.local) {
 		return nil, nil
 	}
 	if r.fork == nil || r.fork.dev != s.Device() {
@@ -80,16 +79,4 @@ func (f *fork) close() error {
 		errs = append(errs, f.side.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// overlap reports whether two views' byte spans share a byte.
-func overlap(a, b *memview.StridedMemoryView) bool {
-	la, lb := a.Layout(), b.Layout()
-	sa, sb := la.RequiredSizeInBytes(), lb.RequiredSizeInBytes()
-	if sa == 0 || sb == 0 {
-		return false
-	}
-	pa := a.Ptr() + uintptr(la.MinOffset()*int64(la.Itemsize()))
-	pb := b.Ptr() + uintptr(lb.MinOffset()*int64(lb.Itemsize()))
-	return pa < pb+uintptr(sb) && pb < pa+uintptr(sa)
 }

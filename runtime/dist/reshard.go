@@ -162,7 +162,7 @@ func (r *Reshard) side(dv *DistView, ts []Transfer, in bool) (*memview.StridedMe
 // exchange then reads or writes them while the kept box is copied); else
 // nil.
 func (r *Reshard) direct(dv *DistView, ts []Transfer) (*memview.StridedMemoryView, []Segment, error) {
-	if len(ts) == 0 || overlap(r.src.local, r.dst.local) {
+	if len(ts) == 0 || r.src.local.Overlaps(r.dst.local) {
 		return nil, nil, nil
 	}
 	l := dv.local.Layout()

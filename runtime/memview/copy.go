@@ -257,6 +257,14 @@ func overlaps(a, b *StridedMemoryView) bool {
 	return a.span > 0 && b.span > 0 && a.low < b.low+uintptr(b.span) && b.low < a.low+uintptr(a.span)
 }
 
+// Overlaps reports whether the byte spans of v and o share a byte (the
+// bytes from each view's lowest to its highest, gaps included): what a
+// caller that runs work on both at once, as resharding does, must know.
+// (Addresses are unified: views of two devices share none.)
+func (v *StridedMemoryView) Overlaps(o *StridedMemoryView) bool {
+	return v != nil && o != nil && overlaps(v, o)
+}
+
 // deviceToDevice queues the device copy b.k from src into dst, after a
 // snapshot of src's span into a temporary when the views overlap.
 func deviceToDevice(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {

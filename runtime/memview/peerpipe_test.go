@@ -139,3 +139,22 @@ func TestPeerSide(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlaps: views overlap when their byte spans share a byte.
+func TestOverlaps(t *testing.T) {
+	d := new(cuda.Device)
+	l, _ := layout.Dense([]int64{4, 4}, 4, layout.C) // 64 bytes
+	a := fakeView(t, cuda.MemoryDevice, d, 0x1000, l, layout.Float32)
+	for _, c := range []struct {
+		at   uintptr
+		want bool
+	}{{0x1000, true}, {0x103f, true}, {0x1040, false}, {0x0fc1, true}, {0x0fc0, false}} {
+		b := fakeView(t, cuda.MemoryDevice, d, c.at, l, layout.Float32)
+		if a.Overlaps(b) != c.want || b.Overlaps(a) != c.want {
+			t.Errorf("views at 0x1000 and %#x: Overlaps %v, want %v", c.at, a.Overlaps(b), c.want)
+		}
+	}
+	if a.Overlaps(nil) {
+		t.Error("Overlaps(nil) is true")
+	}
+}
