@@ -51,7 +51,10 @@ func (c *BoundCopy) Copy(s *cuda.Stream, opts ...CopyOption) error {
 		cfg = applyOptions(opts)
 	}
 	b := c.b
-	if c.path == PathPeer && s != nil && execDevice(c.dst, c.src, PathPeer, s) != b.key.dev {
+	if err := streamFits(c.dst, c.src, s); err != nil {
+		return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)
+	}
+	if c.path == PathPeer && execDevice(c.dst, c.src, PathPeer, s) != b.key.dev {
 		var err error // a small copy runs on s's device: its binding
 		if _, b, err = bindingOf(c.dst, c.src, s); err != nil {
 			return fmt.Errorf("memview: copy %v → %v: %w", c.src, c.dst, err)

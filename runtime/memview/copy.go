@@ -134,7 +134,7 @@ func run(dst, src *StridedMemoryView, path Path, b *binding, s *cuda.Stream, cfg
 		return checkStream(s, dst.dev)
 	case PathHost:
 	case PathPeer:
-		if err := checkPeerStreams(dst, src, b, s, cfg); err != nil {
+		if err := checkPeerStreams(dst, src, s, cfg); err != nil {
 			return err
 		}
 	default:

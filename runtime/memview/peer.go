@@ -131,12 +131,10 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // errPeerStaged stands for "no peer access" when forceStaged is set.
 var errPeerStaged = fmt.Errorf("memview: staged peer copy forced: %w", cuda.ErrNotSupported)
 
-// checkPeerStreams checks the streams of a peer copy: s on one of the two
-// devices, and PeerStream's, if given, on the other.
-func checkPeerStreams(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyConfig) error {
-	if err := streamFits(dst, src, s); err != nil {
-		return err
-	}
+// checkPeerStreams checks PeerStream's stream, if given, of a peer copy on
+// s: it must be of the device s is not of (s itself was checked by
+// streamFits, before the copy was bound).
+func checkPeerStreams(dst, src *StridedMemoryView, s *cuda.Stream, cfg copyConfig) error {
 	other := dst.dev
 	if s.Device() == dst.dev {
 		other = src.dev

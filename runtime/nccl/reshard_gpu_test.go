@@ -160,16 +160,13 @@ func (c reshardCase) rank(ctx context.Context, cm *Comm, s *cuda.Stream, m dist.
 	if err := cm.WaitStream(ctx, s); err != nil {
 		return err
 	}
-	if to.Replicas() > 1 && cm.Rank() != firstReplica(to) {
-		return nil // the other replica stores the same bytes
+	if to.Replicas() > 1 && cm.Rank() != 0 {
+		// On two ranks a replicated sharding gives both the same block:
+		// rank 0 stores it, the other's bytes are the same.
+		return nil
 	}
 	return dst.StoreTo(gv, s)
 }
-
-// firstReplica returns the rank that stores a block held by both ranks:
-// rank 0 (on a two-rank mesh a replicated sharding has both ranks hold
-// the same block).
-func firstReplica(dist.Sharding) int { return 0 }
 
 // localView returns rank cm.Rank()'s part of sh on cm's device, in order.
 func localView(cm *Comm, sh dist.Sharding, dt layout.DType, order layout.Order) (*dist.DistView, error) {
