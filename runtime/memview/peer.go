@@ -101,8 +101,9 @@ var pipeOn = os.Getenv("STRIDEKIT_PEER_PIPE") == "1"
 const pipeMin = 8 << 20
 
 // bindPeer binds the copy src → dst between two devices (see above): one
-// kernel across the link where there is peer access and the copy is small
-// or a memcpy; else the staged pipeline (peerpipe.go).
+// kernel across the link where there is peer access (unless pipeOn and the
+// copy is a kernel's of pipeMin bytes or more); else the staged pipeline
+// (peerpipe.go).
 func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	dev, other := b.key.dev, b.key.peer
 	b.k = &b.kb

@@ -17,11 +17,12 @@ import (
 // source), moved by cuMemcpyPeerAsync into C's copy on the destination's
 // device, and unpacked from there into the destination (no kernel when the
 // destination is laid out as C). The stages run on three streams (the
-// source device's kernels, the destination device's copies, its kernels),
-// ordered per chunk by events, so chunk k+1 crosses the link while chunk k
-// is unpacked and chunk k+2 packed: the copy takes about the link time of
-// its bytes, whatever the layouts, since the local passes run at several
-// times the link's bandwidth. The images are whole (not rings): the copy
+// source device's kernels, its copies, the destination device's kernels),
+// ordered per chunk by events, so that chunk k+1 can cross the link while
+// chunk k is unpacked and chunk k+2 packed: the aim is about the link time
+// of the copy's bytes, whatever the layouts, the local passes running at
+// several times the link's bandwidth (measured at half of it so far: see
+// docs/design.md). The images are whole (not rings): the copy
 // takes up to its bytes again on each device, for the length of the copy,
 // from the devices' pools of temporaries (cuda.Device.AllocTemp), which
 // keep them mapped from one copy to the next.
