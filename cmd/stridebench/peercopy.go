@@ -299,7 +299,6 @@ func comparePeers(ps []prepared, rs []*peerCaseResult, python string, reps, warm
 		if t == nil {
 			continue
 		}
-		t.Ratio = 0
 		r.Torch = t
 		if t.Status == statusOK && t.PctMemcpy > 0 && r.PctBest > 0 {
 			r.TorchRate = r.PctBest / t.PctMemcpy
