@@ -70,20 +70,36 @@ type memAccessDesc struct {
 	locType, id, flags int32
 }
 
-// poolAccess lets d read and write what p's default memory pool allocates
-// (cuMemPoolSetAccess): peer access of contexts does not reach
-// stream-ordered allocations, which Alloc makes where the device has
-// pools. Memory from other pools needs the same call by their owner.
+// poolAccess lets d read and write what p's memory pools allocate
+// (cuMemPoolSetAccess): its default pool (Alloc) and its pool of
+// temporaries (AllocTemp, made here if need be). Peer access of contexts
+// does not reach stream-ordered allocations; without it a kernel of d
+// faults on them, and a copy between them is staged by the driver at a
+// fraction of the link's bandwidth.
 func (d *Device) poolAccess(p *Device) error {
-	if !p.memPools || drv.cuDeviceGetDefaultMemPool == 0 || drv.cuMemPoolSetAccess == 0 {
+	if !p.memPools || drv.cuMemPoolSetAccess == 0 {
 		return nil
 	}
-	var pool uintptr
-	if err := p.call("cuDeviceGetDefaultMemPool", drv.cuDeviceGetDefaultMemPool, uintptr(unsafe.Pointer(&pool)), uintptr(p.handle)); err != nil {
+	var pools [2]uintptr
+	if drv.cuDeviceGetDefaultMemPool != 0 {
+		if err := p.call("cuDeviceGetDefaultMemPool", drv.cuDeviceGetDefaultMemPool, uintptr(unsafe.Pointer(&pools[0])), uintptr(p.handle)); err != nil {
+			return err
+		}
+	}
+	var err error
+	if pools[1], err = p.tempPool(); err != nil {
 		return err
 	}
 	desc := &memAccessDesc{locType: 1, id: int32(d.ordinal), flags: 3} // device; read and write
-	return p.call("cuMemPoolSetAccess", drv.cuMemPoolSetAccess, pool, uintptr(unsafe.Pointer(desc)), 1)
+	for _, pool := range pools {
+		if pool == 0 {
+			continue
+		}
+		if err := p.call("cuMemPoolSetAccess", drv.cuMemPoolSetAccess, pool, uintptr(unsafe.Pointer(desc)), 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MemcpyPeerAsync queues a copy of n bytes from src in srcDev's memory to
