@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -20,14 +21,12 @@ import (
 //     pulled by the destination's device from a source that fills its
 //     span, pushed by the source's from one with gaps. Peer access is
 //     enabled once per device pair, at bind time.
-//   - Larger copies, and every copy without peer access, run the staged
-//     pipeline (peerpipe.go): chunks packed on the source's device, moved
-//     by cuMemcpyPeerAsync, unpacked on the destination's, the three stages
-//     of successive chunks overlapping. A kernel reaching across the link
-//     reads or writes it in the layout's own pattern and keeps too few bytes
-//     in flight for its latency (on two NVLinked H100s, 45–80% of
-//     cuMemcpyPeer for box tiles); the pipeline moves only dense chunks
-//     over the link and permutes at local bandwidth.
+//   - Copies of pipeMin bytes and more whose kernel crosses the link
+//     badly (stagePays), and every copy without peer access, run the
+//     staged pipeline (peerpipe.go): chunks packed on the source's
+//     device, moved by cuMemcpyPeerAsync, unpacked on the destination's,
+//     the three stages of successive chunks overlapping. Only dense chunks
+//     cross the link; the permutations run at local bandwidth.
 //
 // Work on the device the copy's stream is not on goes to that device's
 // side streams, ordered after the copy's stream by events and the copy's
@@ -81,18 +80,57 @@ func peerSide(dst, src *StridedMemoryView) *cuda.Device {
 	return src.dev
 }
 
-// forceStaged makes bindPeer stage even where peer access exists, and
-// pipeTarget, when set, is the chunk size of staged copies (tests).
+// forceStaged makes bindPeer stage even where peer access exists (tests),
+// and pipeTarget, when set, is the chunk size of staged copies in bytes
+// ($STRIDEKIT_PEER_CHUNK; tests set it too), pipeTargetErr the error of a
+// malformed $STRIDEKIT_PEER_CHUNK, which staged copies return.
 var (
-	forceStaged bool
-	pipeTarget  int64
+	forceStaged               bool
+	pipeTarget, pipeTargetErr = chunkBytes(os.Getenv("STRIDEKIT_PEER_CHUNK"))
 )
 
-// pipeOn says whether copies with peer access use the pipeline at all
-// ($STRIDEKIT_PEER_PIPE=1); by default they run one kernel across the
-// link, whatever their size: on two NVLinked H100s the pipeline measured
-// slower (docs/design.md, "Copies between GPUs").
-var pipeOn = os.Getenv("STRIDEKIT_PEER_PIPE") == "1"
+// chunkBytes parses $STRIDEKIT_PEER_CHUNK: "" for the default (0), else a
+// positive number of bytes.
+func chunkBytes(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("memview: STRIDEKIT_PEER_CHUNK=%q: not a positive number of bytes: %w", v, cuda.ErrInvalidValue)
+	}
+	return n, nil
+}
+
+// pipeMode is $STRIDEKIT_PEER_PIPE: "1" stages every peer copy of pipeMin
+// bytes or more that needs a kernel, "0" none where there is peer access,
+// anything else those stagePays picks.
+var pipeMode = os.Getenv("STRIDEKIT_PEER_PIPE")
+
+// stagePays reports whether a peer copy with peer access, planned as p
+// and pushed (run by the source's device) or not, is staged rather than
+// run as one kernel across the link. On two NVLinked H100s (26 cases,
+// docs/design.md, "Copies between GPUs") the pipeline ran at 80–90% of
+// cuMemcpyPeer where such a kernel ran at 63–75%: box tiles of items under
+// 4 bytes (a 2-byte transpose, NCHW↔NHWC, an RGB transpose, random u8
+// permutations), and a pushed elementwise copy whose destination rows
+// are not whole 128-byte lines (a ::3 slice), so that its remote writes
+// cover lines in part. Elsewhere the kernel was faster, by up to 20
+// points on 64 MiB random permutations of larger items.
+func stagePays(p *layout.Plan, push bool) bool {
+	switch {
+	case pipeMode == "1" || pipeMode == "0":
+		return pipeMode == "1" && p.Bytes >= pipeMin && p.Sig.Class != layout.ClassMemcpy && p.Sig.Class != layout.ClassNone
+	case p.Bytes < pipeMin:
+		return false
+	case p.Sig.Class == layout.ClassBoxTile:
+		return p.Sig.Itemsize < 4
+	case p.Sig.Class == layout.ClassElementwise:
+		nd := len(p.Shape)
+		return push && nd >= 2 && (p.Shape[nd-1]*int64(p.Sig.Itemsize))%128 != 0
+	}
+	return false
+}
 
 // pipeMin is the size from which a peer copy with peer access is staged
 // through the pipeline rather than run as one kernel reaching across the
@@ -101,9 +139,8 @@ var pipeOn = os.Getenv("STRIDEKIT_PEER_PIPE") == "1"
 const pipeMin = 8 << 20
 
 // bindPeer binds the copy src → dst between two devices (see above): one
-// kernel across the link where there is peer access (unless pipeOn and the
-// copy is a kernel's of pipeMin bytes or more); else the staged pipeline
-// (peerpipe.go).
+// kernel across the link where there is peer access, unless stagePays;
+// else the staged pipeline (peerpipe.go).
 func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	dev, other := b.key.dev, b.key.peer
 	b.k = &b.kb
@@ -116,7 +153,13 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	}
 	if err == nil {
 		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
-		if err != nil || !pipeOn || b.k.Plan.Bytes < pipeMin || b.k.Plan.Sig.Class == layout.ClassMemcpy || b.k.Plan.Sig.Class == layout.ClassNone {
+		if err != nil || !stagePays(&b.k.Plan, b.key.push) {
+			return err
+		}
+		// The pipeline's copies run on the source's device and write
+		// the destination's temporaries: both ways, as the kernel's
+		// device may be either.
+		if err = other.EnablePeerAccess(dev); err != nil && !errors.Is(err, cuda.ErrNotSupported) {
 			return err
 		}
 	}

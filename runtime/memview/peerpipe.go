@@ -54,6 +54,9 @@ type pipeChunk struct {
 // newPeerPipe binds the staged copy src → dst, whose lowest bytes are
 // aligned to dstAlign and srcAlign.
 func newPeerPipe(dst, src *StridedMemoryView, dstAlign, srcAlign int) (*peerPipe, error) {
+	if pipeTargetErr != nil {
+		return nil, pipeTargetErr
+	}
 	g, err := pipeGeometry(dst.l, src.l, dstAlign, srcAlign, pipeTarget)
 	if err != nil {
 		return nil, err
@@ -93,10 +96,14 @@ func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*
 	if err != nil {
 		return nil, err
 	}
-	g := &pipeGeom{span: c.RequiredSizeInBytes(), packDirect: c.Equal(sl), unpackDirect: c.Equal(dl)}
+	span := c.RequiredSizeInBytes()
 	if target <= 0 {
-		target = max(g.span/pipeChunks, 4<<20)
+		target = max(span/pipeChunks, 4<<20)
 	}
+	if c, err = compactOuter(sl, pipeOuter(dl, sl, span, target)); err != nil {
+		return nil, err
+	}
+	g := &pipeGeom{span: span, packDirect: c.Equal(sl), unpackDirect: c.Equal(dl)}
 	ct := cutsOf(c, target)
 	views := [3]layout.Layout{sl, dl, c}
 	g.aligns = [3]int{srcAlign, dstAlign, layout.MaxVectorBytes}
@@ -115,6 +122,58 @@ func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*
 		g.chunks = append(g.chunks, ch)
 	}
 	return g, nil
+}
+
+// pipeRunBytes is the run, in bytes, from which pipeOuter counts a
+// view's runs as long enough: a box tile moves runs of 128 bytes and more
+// at its full speed.
+const pipeRunBytes = 512
+
+// pipeOuter returns the dim to cut a staged copy's chunks along, the one
+// C is laid out with outermost (compactOuter): among the dims of more than
+// one index that the source does not broadcast, the one whose chunks of
+// about target bytes (C is span bytes) leave both views the longest
+// innermost runs (runBytes, counted up to pipeRunBytes); among equals the
+// source's outermost. Cutting along the source's outermost dim alone can
+// leave the destination runs of a few elements: in a full reversal it is
+// the destination's innermost dim. It returns -1 when no dim has two
+// indices.
+func pipeOuter(dl, sl layout.Layout, span, target int64) int {
+	shape, ss := sl.Shape(), sl.Strides()
+	best, most := -1, int64(-1)
+	for _, d := range sl.StrideOrder() {
+		if shape[d] <= 1 || ss[d] == 0 {
+			continue
+		}
+		r := min(shape[d], max(1, target/max(span/shape[d], 1)))
+		if run := min(runBytes(sl, d, r), runBytes(dl, d, r), pipeRunBytes); run > most {
+			best, most = d, run
+		}
+	}
+	return best
+}
+
+// runBytes returns the bytes of l's innermost contiguous run (dims of one
+// index and broadcast dims aside) where dim d keeps r of its indices.
+func runBytes(l layout.Layout, d int, r int64) int64 {
+	shape, st := l.Shape(), l.Strides()
+	ord := l.StrideOrder()
+	run := int64(1)
+	for i := len(ord) - 1; i >= 0; i-- {
+		k := ord[i]
+		if shape[k] == 1 || st[k] == 0 {
+			continue
+		}
+		if abs(st[k]) != run {
+			break
+		}
+		if k == d {
+			run *= r
+			break
+		}
+		run *= shape[k]
+	}
+	return run * int64(l.Itemsize())
 }
 
 // bindShape binds the pack and unpack kernels of chunk shape k, whose

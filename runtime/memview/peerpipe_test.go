@@ -2,7 +2,9 @@ package memview
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/pairgen"
@@ -156,5 +158,95 @@ func TestOverlaps(t *testing.T) {
 	}
 	if a.Overlaps(nil) {
 		t.Error("Overlaps(nil) is true")
+	}
+}
+
+// TestPipeOuter: chunks of a staged copy keep both views' runs long. A
+// full reversal's source-outermost dim is the destination's innermost;
+// cutting it into eight chunks would leave the unpack 32-byte runs.
+func TestPipeOuter(t *testing.T) {
+	for _, c := range []struct {
+		shape []int64
+		perm  []int
+	}{
+		{[]int64{64, 64, 256, 256}, []int{3, 2, 1, 0}},
+		{[]int64{64, 256, 128, 128}, []int{0, 2, 3, 1}},
+		{[]int64{16384, 16384}, []int{1, 0}},
+		{[]int64{300000, 30, 30}, []int{0, 2, 1}},
+		{[]int64{8192, 16384, 3}, []int{1, 0, 2}},
+	} {
+		sd, _ := layout.Dense(c.shape, 4, layout.C)
+		s, _ := sd.Permute(c.perm...)
+		d, _ := layout.Dense(s.Shape(), 4, layout.C)
+		g, err := pipeGeometry(d, s, 16, 16, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(g.chunks) < pipeChunks {
+			t.Errorf("%v perm %v: %d chunks, want %d or more", c.shape, c.perm, len(g.chunks), pipeChunks)
+		}
+		for k, ok := range g.have {
+			if !ok {
+				continue
+			}
+			subs := g.first[k]
+			for i, l := range subs {
+				if run := runBytes(l, -1, 0); run < min(pipeRunBytes, runBytes([4]layout.Layout{s, d, d, s}[i], -1, 0)) {
+					t.Errorf("%v perm %v: chunk shape %d, sub-layout %d %v has runs of %d bytes", c.shape, c.perm, k, i, l, run)
+				}
+			}
+		}
+	}
+}
+
+// TestChunkBytes: $STRIDEKIT_PEER_CHUNK is empty (the default) or a
+// positive number of bytes; anything else is an error naming it.
+func TestChunkBytes(t *testing.T) {
+	if n, err := chunkBytes(""); n != 0 || err != nil {
+		t.Errorf(`chunkBytes("") = %d, %v; want 0, nil`, n, err)
+	}
+	if n, err := chunkBytes("8388608"); n != 8<<20 || err != nil {
+		t.Errorf(`chunkBytes("8388608") = %d, %v`, n, err)
+	}
+	for _, v := range []string{"0", "-4", "8M", "x"} {
+		if _, err := chunkBytes(v); !errors.Is(err, cuda.ErrInvalidValue) || !strings.Contains(err.Error(), "STRIDEKIT_PEER_CHUNK") {
+			t.Errorf("chunkBytes(%q) = %v, want ErrInvalidValue naming the variable", v, err)
+		}
+	}
+}
+
+// TestStagePays: with peer access, large box tiles of sub-word items and
+// pushed elementwise copies whose destination rows are not whole 128-byte
+// lines are staged; other plans, and copies under pipeMin, run one kernel.
+func TestStagePays(t *testing.T) {
+	plan := func(shape, dstStrides, srcStrides []int64, item int) *layout.Plan {
+		t.Helper()
+		d := mustNew(t, shape, dstStrides, item)
+		s := mustNew(t, shape, srcStrides, item)
+		p, err := layout.PlanCopy(d, s, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	const n = 4096
+	for _, c := range []struct {
+		name string
+		p    *layout.Plan
+		push bool
+		want bool
+	}{
+		{"f16 NCHW→NHWC box tile", plan([]int64{64, 64, 64, 64}, nil, []int64{262144, 1, 4096, 64}, 2), false, true},
+		{"f32 4-d reversal box tile", plan([]int64{64, 64, 64, 64}, nil, []int64{1, 64, 4096, 262144}, 4), false, false},
+		{"f32 2-d transpose tile", plan([]int64{n, n}, nil, []int64{1, n}, 4), false, false},
+		{"::3 rows of 4095 f32, pushed", plan([]int64{n, n - 1}, nil, []int64{3 * n, 3}, 4), true, true},
+		{"::3 rows of 4095 f32, pulled", plan([]int64{n, n - 1}, nil, []int64{3 * n, 3}, 4), false, false},
+		{"::3 rows of 4096 f32, pushed", plan([]int64{n, n}, nil, []int64{3 * n, 3}, 4), true, false},
+		{"small f16 box tile", plan([]int64{64, 64, 8, 8}, nil, []int64{4096, 1, 512, 64}, 2), false, false},
+		{"contiguous", plan([]int64{n, n}, nil, nil, 4), false, false},
+	} {
+		if got := stagePays(c.p, c.push); got != c.want {
+			t.Errorf("%s (%v, %d bytes): stagePays = %v, want %v", c.name, c.p.Sig, c.p.Bytes, got, c.want)
+		}
 	}
 }

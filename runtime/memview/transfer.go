@@ -32,10 +32,18 @@ const StageBytes = 8 << 20
 //     plan), the image goes straight into or out of it.
 
 // compact returns the compact form of l (see above).
-func compact(l layout.Layout) (layout.Layout, error) {
+func compact(l layout.Layout) (layout.Layout, error) { return compactOuter(l, -1) }
+
+// compactOuter is compact with dim outer (≥ 0) moved outermost: the other
+// dims keep l's memory order inside each of its indices.
+func compactOuter(l layout.Layout, outer int) (layout.Layout, error) {
 	shape, st := l.Shape(), l.Strides()
 	ord := l.StrideOrder() // by |stride| descending, earlier dims first among equals
-	slices.Reverse(ord)    // ascending, later dims first among equals
+	if outer >= 0 {
+		i := slices.Index(ord, outer)
+		ord = slices.Insert(slices.Delete(ord, i, i+1), 0, outer)
+	}
+	slices.Reverse(ord) // ascending, later dims first among equals
 	out := make([]int64, len(shape))
 	acc := int64(1)
 	for _, k := range ord {
