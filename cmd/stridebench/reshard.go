@@ -67,7 +67,10 @@ func randomReshards(n int, seed uint64, target int64) []reshardCase {
 		rank := 3 + r.IntN(3)
 		dt := dts[r.IntN(len(dts))]
 		shape := randomExtents(r, rank, float64(target/int64(dt.Itemsize())))
-		a, b := r.IntN(rank), r.IntN(rank)
+		// Different dims before and after: with the same one nothing
+		// crosses ranks, and an all-to-all is no baseline.
+		a := r.IntN(rank)
+		b := (a + 1 + r.IntN(rank-1)) % rank
 		from, to := make(dist.Spec, rank), make(dist.Spec, rank)
 		from[a], to[b] = []int{0}, []int{0}
 		out[i] = reshardCase{fmt.Sprintf("rshard-s%d-i%d", seed, i), shape, dt, from, to,
