@@ -24,11 +24,13 @@ const (
 	PathDeviceToHost
 	// PathSelf: the views are the same view; nothing to do.
 	PathSelf
-	// PathPeer: device views on two devices of one host. The kernel runs on
-	// the device of the copy's stream, reading or writing the other
-	// device's memory over the peer link; without one, the source is packed
-	// on its device, moved by cuMemcpyPeerAsync and unpacked on the
-	// destination's.
+	// PathPeer: device views on two devices of one host. One kernel reads
+	// or writes the other device's memory over the peer link, run by the
+	// device of the copy's stream for a small copy and by the device the
+	// layouts favour for a larger one; or (without peer access, and for
+	// layouts one kernel moves badly over the link) the source is packed
+	// on its device in chunks, moved by cuMemcpyPeerAsync and unpacked on
+	// the destination's.
 	PathPeer
 )
 
@@ -88,9 +90,8 @@ type CopyPlan struct {
 	// Chunks is the number of chunks a staged peer copy is cut into (its
 	// pipeline: pack, peer memcpy, unpack); 0 for other copies.
 	Chunks int
-	// Device is the device the kernel runs on: for PathPeer the device of
-	// the stream the copy was bound for (Kernel is then, for a staged peer
-	// copy, the unpacking kernel on the destination's device).
+	// Device is the device the kernel runs on (for a staged peer copy,
+	// Kernel is the unpacking kernel, on the destination's device).
 	Device *cuda.Device
 }
 

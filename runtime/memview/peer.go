@@ -19,8 +19,9 @@ import (
 //     side of it remote. A copy under peerPolicyMin runs on the device of
 //     the copy's stream; a larger one where its layouts suit (peerSide):
 //     pulled by the destination's device from a source that fills its
-//     span, pushed by the source's from one with gaps. Peer access is
-//     enabled once per device pair, at bind time.
+//     span, pushed by the source's from one with gaps, and pushed too
+//     where the plan writes whole lines (pushPays). Peer access is enabled
+//     once per device pair, at bind time.
 //   - Copies of pipeMin bytes and more whose kernel crosses the link
 //     badly (stagePays), and every copy without peer access, run the
 //     staged pipeline (peerpipe.go): chunks packed on the source's
@@ -153,6 +154,9 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	}
 	if err == nil {
 		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
+		if err == nil && !b.key.push && dst.span >= peerPolicyMin && pushPays(&b.k.Plan) {
+			err = b.rebindOn(other, dst, src)
+		}
 		if err != nil || !stagePays(&b.k.Plan, b.key.push) {
 			return err
 		}
@@ -170,6 +174,36 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	b.stg = pp
 	b.k = &pp.unpack[0]
 	return nil
+}
+
+// pushPays reports whether a peer copy planned as p, pulled by the
+// rule of peerSide (its source fills its span), runs faster pushed: tile
+// transposes and elementwise copies of 16-byte accesses write the remote
+// side in whole lines. On two NVLinked H100s (docs/design.md, "Copies
+// between GPUs") pushing them ran one way within 4 points of pulling
+// (-3.7 to +5.4) and both ways at once 5–18 points faster: pulls put their
+// read requests on the link that carries the other direction's data.
+func pushPays(p *layout.Plan) bool {
+	switch p.Sig.Class {
+	case layout.ClassTile:
+		return true
+	case layout.ClassElementwise:
+		return int(p.Sig.Itemsize)*int(p.Sig.Vec) >= 16
+	}
+	return false
+}
+
+// rebindOn binds b's kernel again, to run on the other device o (the
+// source's: a push) with o's peer access to the destination enabled.
+func (b *binding) rebindOn(o *cuda.Device, dst, src *StridedMemoryView) error {
+	if err := o.EnablePeerAccess(b.key.dev); err != nil {
+		if errors.Is(err, cuda.ErrNotSupported) {
+			return nil // keep the pull
+		}
+		return err
+	}
+	b.kb = kernels.Bound{}
+	return kernels.BindInto(b.k, o, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
 }
 
 // errPeerStaged stands for "no peer access" when forceStaged is set.
@@ -211,11 +245,11 @@ func peerCopy(dst, src *StridedMemoryView, b *binding, s *cuda.Stream, cfg copyC
 	return incomplete(err)
 }
 
-// enqueueOn queues the kernel of b, which runs on device b.key.dev, for a
-// copy ordered on s: on s where s is of that device, else on the device's
-// side stream between two events.
+// enqueueOn queues the kernel of b for a copy ordered on s: on s where s
+// is of the device the kernel was bound on, else on that device's side
+// stream between two events.
 func enqueueOn(b *binding, dst, src *StridedMemoryView, s *cuda.Stream) error {
-	es, err := follow(b.key.dev, s)
+	es, err := follow(b.k.Device(), s)
 	if err == nil {
 		err = b.k.Enqueue(es, cuda.DevicePtr(dst.low), cuda.DevicePtr(src.low))
 	}

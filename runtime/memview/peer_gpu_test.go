@@ -58,8 +58,8 @@ func withPolicy(f func()) {
 	f()
 }
 
-// wantSide is the device peerSide picked for the last pair peerCheck
-// copied (the policy mode's expectation).
+// wantSide is the device peerSide and pushPays picked for the last pair
+// peerCheck copied (the policy mode's expectation).
 var wantSide *cuda.Device
 
 // peerCheck copies one random pair from device si's arena into device di's
@@ -94,7 +94,11 @@ func peerCheck(t *testing.T, r *rand.Rand, ar [2]*arena, ss [2]*cuda.Stream, di,
 		}
 		return CopyPlan{}, fmt.Errorf("%v: first bad byte %d of %d", c, bad, len(got))
 	}
-	return dv.Explain(sv)
+	cp, err := dv.Explain(sv)
+	if err == nil && wantSide == dv.dev && dv.span >= peerPolicyMin && pushPays(&cp.Plan) {
+		wantSide = sv.dev // a plan that writes whole lines is pushed
+	}
+	return cp, err
 }
 
 func TestGPUPeerPairs(t *testing.T) {

@@ -237,7 +237,7 @@ func TestStagePays(t *testing.T) {
 		want bool
 	}{
 		{"f16 NCHW→NHWC box tile", plan([]int64{64, 64, 64, 64}, nil, []int64{262144, 1, 4096, 64}, 2), false, true},
-		{"f32 4-d reversal box tile", plan([]int64{64, 64, 64, 64}, nil, []int64{1, 64, 4096, 262144}, 4), false, false},
+		{"f32 4-d reversal box tile", plan([]int64{45, 45, 182, 182}, nil, []int64{1, 45, 2025, 368550}, 4), false, false},
 		{"f32 2-d transpose tile", plan([]int64{n, n}, nil, []int64{1, n}, 4), false, false},
 		{"::3 rows of 4095 f32, pushed", plan([]int64{n, n - 1}, nil, []int64{3 * n, 3}, 4), true, true},
 		{"::3 rows of 4095 f32, pulled", plan([]int64{n, n - 1}, nil, []int64{3 * n, 3}, 4), false, false},
@@ -247,6 +247,33 @@ func TestStagePays(t *testing.T) {
 	} {
 		if got := stagePays(c.p, c.push); got != c.want {
 			t.Errorf("%s (%v, %d bytes): stagePays = %v, want %v", c.name, c.p.Sig, c.p.Bytes, got, c.want)
+		}
+	}
+}
+
+// TestPushPays: tile transposes and elementwise copies of 16-byte
+// accesses are pushed; box tiles and narrower elementwise copies are not.
+func TestPushPays(t *testing.T) {
+	plan := func(shape, srcStrides []int64, item int) *layout.Plan {
+		t.Helper()
+		p, err := layout.PlanCopy(mustNew(t, shape, nil, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	for _, c := range []struct {
+		name string
+		p    *layout.Plan
+		want bool
+	}{
+		{"f32 transpose (tile)", plan([]int64{1024, 1024}, []int64{1, 1024}, 4), true},
+		{"16-byte items, permuted outer dims (elementwise)", plan([]int64{64, 64, 8}, []int64{8, 512, 1}, 16), true},
+		{"rows of 72 bytes, permuted outer dims (elementwise, 8-byte accesses)", plan([]int64{64, 64, 18}, []int64{18, 1152, 1}, 4), false},
+		{"f32 4-d reversal (box tile)", plan([]int64{45, 45, 182, 182}, []int64{1, 45, 2025, 368550}, 4), false},
+	} {
+		if got := pushPays(c.p); got != c.want {
+			t.Errorf("%s (%v): pushPays = %v, want %v", c.name, c.p.Sig, got, c.want)
 		}
 	}
 }
