@@ -109,14 +109,14 @@ func Name(sig layout.Signature) string {
 }
 
 // Check reports whether a kernel can be generated for sig: a valid signature
-// of a class that has a kernel (elem, tile, btile, bcast, fill), with NDim ≤
+// of a class that has a kernel (elem, tile, btile, bcast, fill, gather), with NDim ≤
 // MaxNDim (layout.MaxBoxNDim for btile).
 func Check(sig layout.Signature) error {
 	if err := sig.Validate(); err != nil {
 		return err
 	}
 	switch sig.Class {
-	case layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile:
+	case layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile, layout.ClassGather:
 	default:
 		return fmt.Errorf("gen: %v: class %v has no kernel", sig, sig.Class)
 	}

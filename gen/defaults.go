@@ -25,9 +25,9 @@ const DefaultMaxNDim = 6
 //   - Vec is 1 or the widest (16/itemsize): the planner picks the widest
 //     vector that extents, strides and alignment allow; the widths in between
 //     (a 4-byte item with only 8-byte alignment, say) are rare.
-//   - elem and btile: Vec 1 only (the planner widens the element instead of
-//     vectorising an elementwise copy; a box tile moves runs in 16-byte
-//     pieces whatever the element).
+//   - elem, btile and gather: Vec 1 only (the planner widens the element
+//     instead of vectorising an elementwise copy; a box tile moves runs in
+//     16-byte pieces whatever the element).
 //   - tile, bcast, btile: rank ≥ 2 (a rank-1 broadcast of a stride-0 src is
 //     a fill; a rank-1 copy transposes nothing).
 //   - tile: every src-fastest position 0..nd-2.
@@ -39,7 +39,7 @@ func DefaultSet() []layout.Signature {
 		}
 		return []uint8{1, 16 / item}
 	}
-	for _, cls := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile} {
+	for _, cls := range []layout.Class{layout.ClassElementwise, layout.ClassTile, layout.ClassBroadcast, layout.ClassFill, layout.ClassBoxTile, layout.ClassGather} {
 		for nd := uint8(1); nd <= DefaultMaxNDim; nd++ {
 			if (cls == layout.ClassTile || cls == layout.ClassBroadcast || cls == layout.ClassBoxTile) && nd < 2 {
 				continue
@@ -51,7 +51,7 @@ func DefaultSet() []layout.Signature {
 			for _, idx := range []bool{false, true} {
 				for _, item := range items {
 					vs := vecs(item)
-					if cls == layout.ClassElementwise || cls == layout.ClassBoxTile {
+					if cls == layout.ClassElementwise || cls == layout.ClassBoxTile || cls == layout.ClassGather {
 						vs = vs[:1]
 					}
 					for _, v := range vs {

@@ -23,7 +23,8 @@ type Knobs struct {
 	Threads int
 	// Rows is how many rows (outer indices) one thread of the elementwise,
 	// broadcast and fill kernels handles per loop trip, for kernels of two
-	// or more dims: their loads are in flight together.
+	// or more dims, and how many elements a thread of the gather kernel
+	// moves per trip: their loads are in flight together.
 	Rows int
 	// Unroll is how many 16-byte loads a thread of the contiguous kernel
 	// keeps in flight; a thread of the box-tile kernel loads four times as

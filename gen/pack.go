@@ -35,7 +35,8 @@ type Launch struct {
 // fast-division multipliers and shifts, and four class-specific counts n:
 // elementwise, broadcast and fill kernels take the vectors along the
 // innermost dim, the outer rows and the blocks of rows; the tile kernel
-// takes the number of tiles.
+// takes the number of tiles; the gather kernel the number of elements (its
+// divisors are the extents of every dim).
 func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte) (Launch, error) {
 	nd := int(sig.NDim)
 	if p.Sig != sig || len(p.Shape) != nd || len(p.DstStrides) != nd || len(p.SrcStrides) != nd || nd > MaxNDim {
@@ -68,6 +69,10 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 		div[nd-1] = inner
 		l.Grid = Dim3{X: uint32(ceilDiv(inner, bx*int64(x))), Y: uint32(min(rb, MaxGridY)), Z: 1}
 		l.Block = Dim3{X: uint32(bx), Y: uint32(by), Z: 1}
+	case layout.ClassGather:
+		per := int64(k.Threads) * int64(rowsPerThread(sig, k))
+		n[0] = p.Volume
+		l.Grid, l.Block = Dim3{X: uint32(min(ceilDiv(p.Volume, per), MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(k.Threads), Y: 1, Z: 1}
 	case layout.ClassTile:
 		tc := tileConfig(sig, k)
 		div[nd-1] = ceilDiv(p.Shape[nd-1], int64(tc.Rows))

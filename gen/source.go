@@ -36,7 +36,7 @@ type kernelData struct {
 	// ClassTile
 	TR, TC, SWM int
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
-	// rows kernels (elem, bcast, fill)
+	// rows kernels (elem, bcast, fill); gather: R elements per thread per trip
 	R, XU int
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
@@ -102,6 +102,8 @@ func templateFor(c layout.Class) string {
 		return "fill.cu.tmpl"
 	case layout.ClassBoxTile:
 		return "btile.cu.tmpl"
+	case layout.ClassGather:
+		return "gather.cu.tmpl"
 	}
 	return ""
 }

@@ -66,8 +66,9 @@ func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bo
 }
 
 // BindInto is Bind into b, a zero Bound of the caller's (one allocation
-// fewer for callers that keep a Bound inside a value of their own).
-func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) error {
+// fewer for callers that keep a Bound inside a value of their own), with
+// the plan options that opts set besides (Gather, say).
+func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int, opts ...PlanOption) error {
 	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
 	// The plan's slices and the argument block in one allocation (a
 	// canonical form has at most one dim more than dst: an item split into
@@ -80,7 +81,11 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 		sl = make([]int64, w)
 	}
 	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n:4*n]
-	if err := layout.PlanCopyInto(&b.Plan, dst, src, planOptions(dev, dstAlign, srcAlign, dst.Itemsize())); err != nil {
+	opt := planOptions(dev, dstAlign, srcAlign, dst.Itemsize())
+	for _, o := range opts {
+		o(&opt)
+	}
+	if err := layout.PlanCopyInto(&b.Plan, dst, src, opt); err != nil {
 		return err
 	}
 	if dev == nil {

@@ -33,9 +33,16 @@ func emuCopy(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool) layout.Signa
 // plan.
 func emuCopyTiles(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, tileBytes int) layout.Plan {
 	t.Helper()
+	return emuCopyWith(t, r, c, spec, func(o *layout.PlanOptions) { o.TileBytes = tileBytes })
+}
+
+// emuCopyWith is emuCopy with the plan options set sets; it returns the
+// plan.
+func emuCopyWith(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, set func(*layout.PlanOptions)) layout.Plan {
+	t.Helper()
 	dmis, smis := int(c.DstBase%256), int(c.SrcBase%256)
 	opt := PlanOptions(nil, 0x10000+uintptrOf(dmis), 0x10000+uintptrOf(smis), c.Dst.Itemsize())
-	opt.TileBytes = tileBytes
+	set(&opt)
 	p, err := layout.PlanCopy(c.Dst, c.Src, opt)
 	if err != nil {
 		t.Fatalf("%v: %v", c, err)
@@ -114,6 +121,30 @@ func TestEmulatedSpecialised(t *testing.T) {
 			sig := emuCopy(t, r, pairgen.RandomKind(r, 48<<10, kind), true)
 			classes[sig.Class]++
 		}
+	}
+	t.Logf("classes: %v", classes)
+}
+
+// TestEmulatedGather runs random pairs of every kind planned with
+// PlanOptions.Gather through their kernels, generic and specialised, on
+// the CPU: what is not a memcpy, a broadcast or a fill must plan as
+// ClassGather and copy right.
+func TestEmulatedGather(t *testing.T) {
+	r := emuRand(t, 6)
+	classes := map[layout.Class]int{}
+	gather := func(o *layout.PlanOptions) { o.Gather = true }
+	for _, kind := range pairgen.Kinds {
+		for i := range 4 {
+			p := emuCopyWith(t, r, pairgen.RandomKind(r, 48<<10, kind), i == 0, gather)
+			switch p.Sig.Class {
+			case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
+				t.Fatalf("%v planned with Gather", p.Sig)
+			}
+			classes[p.Sig.Class]++
+		}
+	}
+	if classes[layout.ClassGather] == 0 {
+		t.Fatalf("no pair planned as a gather: %v", classes)
 	}
 	t.Logf("classes: %v", classes)
 }

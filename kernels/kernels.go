@@ -41,6 +41,16 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: tileBytes(arch, itemsize)}
 }
 
+// A PlanOption sets a planner option of a binding (BindInto) beyond the
+// alignments and tile size it derives itself.
+type PlanOption func(*layout.PlanOptions)
+
+// Gather plans the copy as a gather in dst's order where it would need a
+// kernel that reads both views in runs (layout.PlanOptions.Gather): for
+// copies whose writes cost more than their reads, such as a destination
+// across a peer link.
+func Gather(o *layout.PlanOptions) { o.Gather = true }
+
 // ResetTuning forgets the box-tile sizes looked up so far, so that plans
 // made after a gen.Override see it (the tuner calls it).
 func ResetTuning() {

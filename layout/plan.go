@@ -20,6 +20,12 @@ type PlanOptions struct {
 	// kernel stages one tile in shared memory); 0 means DefaultTileBytes.
 	// Values are clamped to [MinTileBytes, MaxTileBytes].
 	TileBytes int
+	// Gather plans a copy that would be ClassElementwise, ClassTile or
+	// ClassBoxTile as ClassGather: dst written in its own order, whole
+	// lines of a dense dst, src read scattered. For copies whose writes
+	// cost more than their reads, such as a dst across a peer link; a
+	// local copy is faster through the classes PlanCopy picks itself.
+	Gather bool
 }
 
 // TileMinExtent is the smallest extent that both fast dims of a transposing
@@ -95,6 +101,7 @@ const (
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
 //     long runs.
+//   - ClassGather: with opt.Gather, in place of the three classes above.
 //
 // # Guarantees a kernel may rely on
 //
@@ -110,7 +117,8 @@ const (
 //   - Alignment: with the alignments of opt, the address of every element of
 //     either view is a multiple of the largest power of two dividing
 //     Sig.Itemsize (all of it when Itemsize is a power of two).
-//   - Vec is 1 for ClassMemcpy, ClassElementwise and ClassBoxTile: widening
+//   - Vec is 1 for ClassMemcpy, ClassElementwise, ClassBoxTile and
+//     ClassGather: widening
 //     has already put up to 16 bytes into each element of a run contiguous
 //     in both views.
 //   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[Fast] == 1,
@@ -235,6 +243,9 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	p.Bytes = p.Volume * j.item
 	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
 	classify(p, &j, aD, aS, tileBytes(opt.TileBytes))
+	if opt.Gather && (p.Sig.Class == ClassElementwise || p.Sig.Class == ClassTile || p.Sig.Class == ClassBoxTile) {
+		p.Sig.Class, p.Sig.Fast, p.Sig.Vec, p.Tile = ClassGather, 0, 1, p.Tile[:0]
+	}
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
 	if p.Sig.Class == ClassBoxTile {
 		boxGeometry(p)

@@ -38,10 +38,18 @@ const (
 	// side is staged in shared memory so that both views are accessed in
 	// long runs (see PlanCopy).
 	ClassBoxTile
+	// ClassGather: every element in dst's order, each thread taking
+	// elements by their flat dst index (all canonical dims unravelled from
+	// it) and reading them wherever src has them. A warp writes one stretch
+	// of dst, whole 128-byte lines of a dense dst whatever its rows'
+	// lengths, and reads src scattered: for copies whose writes cost more
+	// than their reads (a dst across a peer link). Planned only on request
+	// (PlanOptions.Gather).
+	ClassGather
 	numClasses
 )
 
-var classNames = [numClasses]string{"none", "memcpy", "elem", "tile", "bcast", "fill", "btile"}
+var classNames = [numClasses]string{"none", "memcpy", "elem", "tile", "bcast", "fill", "btile", "gather"}
 
 // String returns the short name used in signature strings and kernel names.
 func (c Class) String() string {
@@ -144,6 +152,8 @@ func (s Signature) Validate() error {
 		return fmt.Errorf("%w: fast=%d is only for tile", ErrSignature, s.Fast)
 	case s.Class == ClassBoxTile && (s.NDim > MaxBoxNDim || s.Vec != 1):
 		return fmt.Errorf("%w: btile needs nd ≤ %d and vec=1, got nd=%d vec=%d", ErrSignature, MaxBoxNDim, s.NDim, s.Vec)
+	case s.Class == ClassGather && s.Vec != 1:
+		return fmt.Errorf("%w: gather needs vec=1, got vec=%d", ErrSignature, s.Vec)
 	case s.Itemsize < 1 || s.Itemsize > MaxVectorBytes:
 		return fmt.Errorf("%w: item=%d must be in 1..%d", ErrSignature, s.Itemsize, MaxVectorBytes)
 	case s.Vec == 0 || s.Vec&(s.Vec-1) != 0 || int(s.Vec)*int(s.Itemsize) > MaxVectorBytes:

@@ -26,6 +26,10 @@
 //	                transpose of Vec×Vec micro-tiles (byte_perm packing for
 //	                1- and 2-byte elements), or for items under 4 bytes of
 //	                Vec × 4-byte-word micro-tiles (fewer registers)
+//	btile.cu.tmpl   ClassBoxTile: a box of several dims on each side staged
+//	                in shared memory, both views accessed in runs
+//	gather.cu.tmpl  ClassGather: elements in dst's order by a flat index,
+//	                every dim unravelled, src read scattered
 package templates
 
 import "embed"

@@ -76,7 +76,7 @@ func camel(name string) string {
 
 var classIDs = map[layout.Class]string{
 	layout.ClassElementwise: "ClassElementwise",
-	layout.ClassTile:        "ClassTile", layout.ClassBroadcast: "ClassBroadcast", layout.ClassFill: "ClassFill",
+	layout.ClassTile:        "ClassTile", layout.ClassBroadcast: "ClassBroadcast", layout.ClassFill: "ClassFill", layout.ClassGather: "ClassGather",
 	layout.ClassBoxTile: "ClassBoxTile",
 }
 
