@@ -154,8 +154,8 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	}
 	if err == nil {
 		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
-		if err == nil && !b.key.push && dst.span >= peerPolicyMin && pushPays(&b.k.Plan) {
-			err = b.rebindOn(other, dst, src)
+		if err == nil && dst.span >= peerPolicyMin {
+			err = b.choosePush(dst, src)
 		}
 		if err != nil || !stagePays(&b.k.Plan, b.key.push) {
 			return err
@@ -176,6 +176,63 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	return nil
 }
 
+// choosePush rebinds a large peer copy, bound where peerSide put it, to be
+// pushed by the source's device where that pays: as a gather in the
+// destination's order where gatherPays, else as the same plan where
+// pushPays.
+func (b *binding) choosePush(dst, src *StridedMemoryView) error {
+	switch {
+	case gatherPays(&b.k.Plan):
+		return b.rebindOn(src.dev, dst, src, kernels.Gather)
+	case !b.key.push && pushPays(&b.k.Plan):
+		return b.rebindOn(src.dev, dst, src)
+	}
+	return nil
+}
+
+// gatherPays reports whether a large peer copy planned as p (an
+// elementwise copy, a tile or a box tile) runs faster as a gather pushed by
+// the source's device (layout.ClassGather): every line of the remote
+// destination written whole, the source read scattered but locally, where
+// the scattered reads cost the source's memory system less than the link
+// time. Each element read fetches a 32-byte sector; neighbours in the
+// source's innermost dim share it, d elements apart in the destination.
+// Items of 16 bytes always pay; items of 4 and 8 bytes while d·32 bytes of
+// sectors fit a slice of L2 (4 MiB) until their neighbours reuse them;
+// items of 1 and 2 bytes (32 or 16 times the link's bytes in sectors) only
+// when the runs are common to both views and at least 16 bytes long; items
+// of other sizes (loads split in pieces) never. On two NVLinked H100s this
+// picked the faster of the gather and the rule before it in 50 of 52 cases
+// (docs/design.md, "Copies between GPUs").
+func gatherPays(p *layout.Plan) bool {
+	switch p.Sig.Class {
+	case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
+	default:
+		return false
+	}
+	item := int64(p.Sig.Itemsize)
+	k := 0 // the source's innermost dim
+	for j, s := range p.SrcStrides {
+		if abs(s) < abs(p.SrcStrides[k]) {
+			k = j
+		}
+	}
+	d := abs(p.DstStrides[k])
+	switch {
+	case item&(item-1) != 0:
+		return false
+	case item >= 16:
+		return true
+	case item >= 4:
+		return d <= gatherReuseBytes/32
+	}
+	return d == 1 && p.Shape[k]*item >= 16
+}
+
+// gatherReuseBytes is the most bytes of source sectors a gather may fetch
+// before their neighbours reuse them (gatherPays).
+const gatherReuseBytes = 4 << 20
+
 // pushPays reports whether a peer copy planned as p, pulled by the
 // rule of peerSide (its source fills its span), runs faster pushed: tile
 // transposes and elementwise copies of 16-byte accesses write the remote
@@ -193,17 +250,22 @@ func pushPays(p *layout.Plan) bool {
 	return false
 }
 
-// rebindOn binds b's kernel again, to run on the other device o (the
-// source's: a push) with o's peer access to the destination enabled.
-func (b *binding) rebindOn(o *cuda.Device, dst, src *StridedMemoryView) error {
-	if err := o.EnablePeerAccess(b.key.dev); err != nil {
+// rebindOn binds b's kernel again, to run on o (either of the two devices)
+// with o's peer access to the other enabled, planned with opts besides.
+// Without that access it keeps b as it is.
+func (b *binding) rebindOn(o *cuda.Device, dst, src *StridedMemoryView, opts ...kernels.PlanOption) error {
+	to := b.key.peer
+	if o == to {
+		to = b.key.dev
+	}
+	if err := o.EnablePeerAccess(to); err != nil {
 		if errors.Is(err, cuda.ErrNotSupported) {
-			return nil // keep the pull
+			return nil
 		}
 		return err
 	}
 	b.kb = kernels.Bound{}
-	return kernels.BindInto(b.k, o, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
+	return kernels.BindInto(b.k, o, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign), opts...)
 }
 
 // errPeerStaged stands for "no peer access" when forceStaged is set.

@@ -95,8 +95,8 @@ func peerCheck(t *testing.T, r *rand.Rand, ar [2]*arena, ss [2]*cuda.Stream, di,
 		return CopyPlan{}, fmt.Errorf("%v: first bad byte %d of %d", c, bad, len(got))
 	}
 	cp, err := dv.Explain(sv)
-	if err == nil && wantSide == dv.dev && dv.span >= peerPolicyMin && pushPays(&cp.Plan) {
-		wantSide = sv.dev // a plan that writes whole lines is pushed
+	if err == nil && dv.span >= peerPolicyMin && (cp.Plan.Sig.Class == layout.ClassGather || pushPays(&cp.Plan)) {
+		wantSide = sv.dev // a gather, or a plan that writes whole lines, is pushed
 	}
 	return cp, err
 }

@@ -277,3 +277,36 @@ func TestPushPays(t *testing.T) {
 		}
 	}
 }
+
+// TestGatherPays: the named peer cases whose gather was faster on two
+// NVLinked H100s are gathered, those whose gather was slower are not.
+func TestGatherPays(t *testing.T) {
+	plan := func(shape, srcStrides []int64, item int) *layout.Plan {
+		t.Helper()
+		p, err := layout.PlanCopy(mustNew(t, shape, nil, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &p
+	}
+	for _, c := range []struct {
+		name string
+		p    *layout.Plan
+		want bool
+	}{
+		{"f32 transpose", plan([]int64{8192, 8192}, []int64{1, 8192}, 4), true},
+		{"batched 19×19 f32 transposes", plan([]int64{185897, 19, 19}, []int64{361, 1, 19}, 4), true},
+		{"(0,2,1,3) f32", plan([]int64{45, 182, 45, 182}, []int64{1490580, 182, 33124, 1}, 4), true},
+		{"::3 f32 slice", plan([]int64{10032, 6689}, []int64{60195, 3}, 4), true},
+		{"f32 4-d reversal", plan([]int64{182, 182, 45, 45}, []int64{1, 182, 33124, 1490580}, 4), false},
+		{"u8 transpose", plan([]int64{16384, 16384}, []int64{1, 16384}, 1), false},
+		{"f16 NHWC→NCHW", plan([]int64{54, 215, 107, 107}, []int64{2461535, 1, 23005, 215}, 2), false},
+		{"RGB u8 transpose", plan([]int64{13377, 6688, 3}, []int64{3, 40131, 1}, 1), false},
+		{"12-byte items", plan([]int64{152, 227, 163}, []int64{1, 163, 37001}, 12), false},
+		{"contiguous", plan([]int64{4096, 4096}, nil, 4), false},
+	} {
+		if got := gatherPays(c.p); got != c.want {
+			t.Errorf("%s (%v): gatherPays = %v, want %v", c.name, c.p.Sig, got, c.want)
+		}
+	}
+}
