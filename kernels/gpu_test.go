@@ -23,6 +23,7 @@ type gpuCase struct {
 	padD   int // bytes before the dst view's buffer (varies alignment)
 	padS   int
 	spec   bool // run the kernel specialised to the plan (Bound.Specialise)
+	gather bool // plan with layout.PlanOptions.Gather
 }
 
 func randomCase(r *rand.Rand, item int) (gpuCase, error) {
@@ -143,7 +144,9 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 		return layout.Signature{}, err
 	}
 	dptr, sptr := db.Ptr()+cuda.DevicePtr(c.padD), sb.Ptr()+cuda.DevicePtr(c.padS)
-	p, err := layout.PlanCopy(c.dl, c.sl, PlanOptions(dev, dptr, sptr, c.dl.Itemsize()))
+	opt := PlanOptions(dev, dptr, sptr, c.dl.Itemsize())
+	opt.Gather = c.gather
+	p, err := layout.PlanCopy(c.dl, c.sl, opt)
 	if err != nil {
 		return layout.Signature{}, err
 	}
@@ -265,6 +268,44 @@ func TestGPUCopies(t *testing.T) {
 		summary += fmt.Sprintf(" %s=%d", k, counts[k])
 	}
 	t.Logf("GPU copies: %d passed, %d failed; by class:%s", pass, fail, summary)
+}
+
+// TestGPUGather runs random copies of every itemsize planned as gathers
+// (layout.PlanOptions.Gather), generic and specialised, against
+// runtime/hostcopy, with poisoned destinations.
+func TestGPUGather(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	st := testenv.NewStream(t, dev)
+	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
+	n := 24
+	if testing.Short() {
+		n = 6
+	}
+	pass, fail, gathers := 0, 0, 0
+	for _, item := range []int{1, 2, 4, 8, 16, 3, 6, 12} {
+		for i := range n {
+			c, err := randomCase(r, item)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.gather, c.spec = true, i%4 == 0
+			sig, err := runCase(t, dev, st, r, c)
+			if err != nil {
+				if fail++; fail <= 10 {
+					t.Error(err)
+				}
+				continue
+			}
+			pass++
+			if sig.Class == layout.ClassGather {
+				gathers++
+			}
+		}
+	}
+	if gathers == 0 {
+		t.Errorf("no copy planned as a gather")
+	}
+	t.Logf("GPU gathers: %d passed (%d of them gathers), %d failed", pass, gathers, fail)
 }
 
 // launchPlan queues plan p between lowest bytes dst and src on st: the
