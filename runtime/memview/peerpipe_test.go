@@ -220,14 +220,7 @@ func TestChunkBytes(t *testing.T) {
 // lines are staged; other plans, and copies under pipeMin, run one kernel.
 func TestStagePays(t *testing.T) {
 	plan := func(shape, dstStrides, srcStrides []int64, item int) *layout.Plan {
-		t.Helper()
-		d := mustNew(t, shape, dstStrides, item)
-		s := mustNew(t, shape, srcStrides, item)
-		p, err := layout.PlanCopy(d, s, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &p
+		return planOf(t, shape, dstStrides, srcStrides, item)
 	}
 	const n = 4096
 	for _, c := range []struct {
@@ -254,59 +247,58 @@ func TestStagePays(t *testing.T) {
 // TestPushPays: tile transposes and elementwise copies of 16-byte
 // accesses are pushed; box tiles and narrower elementwise copies are not.
 func TestPushPays(t *testing.T) {
-	plan := func(shape, srcStrides []int64, item int) *layout.Plan {
-		t.Helper()
-		p, err := layout.PlanCopy(mustNew(t, shape, nil, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &p
-	}
-	for _, c := range []struct {
-		name string
-		p    *layout.Plan
-		want bool
-	}{
-		{"f32 transpose (tile)", plan([]int64{1024, 1024}, []int64{1, 1024}, 4), true},
-		{"16-byte items, permuted outer dims (elementwise)", plan([]int64{64, 64, 8}, []int64{8, 512, 1}, 16), true},
-		{"rows of 72 bytes, permuted outer dims (elementwise, 8-byte accesses)", plan([]int64{64, 64, 18}, []int64{18, 1152, 1}, 4), false},
-		{"f32 4-d reversal (box tile)", plan([]int64{45, 45, 182, 182}, []int64{1, 45, 2025, 368550}, 4), false},
-	} {
-		if got := pushPays(c.p); got != c.want {
-			t.Errorf("%s (%v): pushPays = %v, want %v", c.name, c.p.Sig, got, c.want)
-		}
-	}
+	checkRule(t, "pushPays", pushPays, []ruleCase{
+		{"f32 transpose (tile)", []int64{1024, 1024}, []int64{1, 1024}, 4, true},
+		{"16-byte items, permuted outer dims (elementwise)", []int64{64, 64, 8}, []int64{8, 512, 1}, 16, true},
+		{"rows of 72 bytes, permuted outer dims (elementwise, 8-byte accesses)", []int64{64, 64, 18}, []int64{18, 1152, 1}, 4, false},
+		{"f32 4-d reversal (box tile)", []int64{45, 45, 182, 182}, []int64{1, 45, 2025, 368550}, 4, false},
+	})
 }
 
 // TestGatherPays: the named peer cases whose gather was faster on two
 // NVLinked H100s are gathered, those whose gather was slower are not.
 func TestGatherPays(t *testing.T) {
-	plan := func(shape, srcStrides []int64, item int) *layout.Plan {
-		t.Helper()
-		p, err := layout.PlanCopy(mustNew(t, shape, nil, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
-		if err != nil {
-			t.Fatal(err)
+	checkRule(t, "gatherPays", gatherPays, []ruleCase{
+		{"f32 transpose", []int64{8192, 8192}, []int64{1, 8192}, 4, true},
+		{"batched 19×19 f32 transposes", []int64{185897, 19, 19}, []int64{361, 1, 19}, 4, true},
+		{"(0,2,1,3) f32", []int64{45, 182, 45, 182}, []int64{1490580, 182, 33124, 1}, 4, true},
+		{"::3 f32 slice", []int64{10032, 6689}, []int64{60195, 3}, 4, true},
+		{"f32 4-d reversal", []int64{182, 182, 45, 45}, []int64{1, 182, 33124, 1490580}, 4, false},
+		{"u8 transpose", []int64{16384, 16384}, []int64{1, 16384}, 1, false},
+		{"f16 NHWC→NCHW", []int64{54, 215, 107, 107}, []int64{2461535, 1, 23005, 215}, 2, false},
+		{"RGB u8 transpose", []int64{13377, 6688, 3}, []int64{3, 40131, 1}, 1, false},
+		{"12-byte items", []int64{152, 227, 163}, []int64{1, 163, 37001}, 12, false},
+		{"contiguous", []int64{4096, 4096}, nil, 4, false},
+	})
+}
+
+// ruleCase is a copy into a dense C-order dst of shape from a src with
+// strides src, and what a rule of the peer path must say of its plan.
+type ruleCase struct {
+	name       string
+	shape, src []int64
+	item       int
+	want       bool
+}
+
+// checkRule checks rule, named name, on every case.
+func checkRule(t *testing.T, name string, rule func(*layout.Plan) bool, cases []ruleCase) {
+	t.Helper()
+	for _, c := range cases {
+		p := planOf(t, c.shape, nil, c.src, c.item)
+		if got := rule(p); got != c.want {
+			t.Errorf("%s (%v): %s = %v, want %v", c.name, p.Sig, name, got, c.want)
 		}
-		return &p
 	}
-	for _, c := range []struct {
-		name string
-		p    *layout.Plan
-		want bool
-	}{
-		{"f32 transpose", plan([]int64{8192, 8192}, []int64{1, 8192}, 4), true},
-		{"batched 19×19 f32 transposes", plan([]int64{185897, 19, 19}, []int64{361, 1, 19}, 4), true},
-		{"(0,2,1,3) f32", plan([]int64{45, 182, 45, 182}, []int64{1490580, 182, 33124, 1}, 4), true},
-		{"::3 f32 slice", plan([]int64{10032, 6689}, []int64{60195, 3}, 4), true},
-		{"f32 4-d reversal", plan([]int64{182, 182, 45, 45}, []int64{1, 182, 33124, 1490580}, 4), false},
-		{"u8 transpose", plan([]int64{16384, 16384}, []int64{1, 16384}, 1), false},
-		{"f16 NHWC→NCHW", plan([]int64{54, 215, 107, 107}, []int64{2461535, 1, 23005, 215}, 2), false},
-		{"RGB u8 transpose", plan([]int64{13377, 6688, 3}, []int64{3, 40131, 1}, 1), false},
-		{"12-byte items", plan([]int64{152, 227, 163}, []int64{1, 163, 37001}, 12), false},
-		{"contiguous", plan([]int64{4096, 4096}, nil, 4), false},
-	} {
-		if got := gatherPays(c.p); got != c.want {
-			t.Errorf("%s (%v): gatherPays = %v, want %v", c.name, c.p.Sig, got, c.want)
-		}
+}
+
+// planOf returns the plan of a copy between layouts of shape with strides
+// dstStrides and srcStrides (nil: dense C order), 16-byte aligned.
+func planOf(t *testing.T, shape, dstStrides, srcStrides []int64, item int) *layout.Plan {
+	t.Helper()
+	p, err := layout.PlanCopy(mustNew(t, shape, dstStrides, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return &p
 }
