@@ -39,3 +39,20 @@ func ExamplePlanCopy() {
 	// [128 16] [16 1] [25 1]
 	// btile:nd=2,item=4,vec=1,idx=32 [61 60]
 }
+
+// A copy whose writes cost more than its reads (a destination across a
+// peer link) can ask for a gather: every element in dst's order, the
+// source read wherever it lies, no tile. A copy that needs no kernel of
+// that kind keeps its class.
+func ExamplePlanOptions_gather() {
+	dst, _ := layout.Dense([]int64{301, 299}, 4, layout.C)
+	src, _ := layout.Dense([]int64{301, 299}, 4, layout.F)
+	opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16, Gather: true}
+	p, _ := layout.PlanCopy(dst, src, opt)
+	fmt.Println(p.Sig, p.Shape, p.DstStrides, p.SrcStrides)
+	p, _ = layout.PlanCopy(dst, dst, opt)
+	fmt.Println(p.Sig)
+	// Output:
+	// gather:nd=2,item=4,vec=1,idx=32 [301 299] [299 1] [1 301]
+	// memcpy:nd=1,item=4,vec=1,idx=32
+}
