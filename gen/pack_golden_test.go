@@ -18,8 +18,21 @@ import (
 // argument block, hashed. A change that only makes planning or packing
 // cheaper must leave the hash as it is; a change meant to alter plans or
 // launches (a new tile rule, a retuned table) updates it with
-// go test ./gen -run PackGolden -update, and says so.
+// go test ./gen -run PackGolden -update, and says so. The same copies
+// planned with layout.PlanOptions.Gather have a hash of their own.
 func TestPackGolden(t *testing.T) {
+	golden(t, "pack10k.sha256", packHash(false))
+}
+
+// TestPackGoldenGather is TestPackGolden for the same copies planned as
+// gathers (the peer path's plans).
+func TestPackGoldenGather(t *testing.T) {
+	golden(t, "gather10k.sha256", packHash(true))
+}
+
+// packHash returns TestPackGolden's hash of the 10,000 copies, planned
+// with PlanOptions.Gather set to gather.
+func packHash(gather bool) []byte {
 	r := rand.New(rand.NewPCG(15, 10000))
 	aligns := []int{1, 2, 4, 8, 16, 256}
 	h := sha256.New()
@@ -27,7 +40,7 @@ func TestPackGolden(t *testing.T) {
 	var p layout.Plan
 	for range 10000 {
 		c := pairgen.Random(r, 256<<20)
-		opt := layout.PlanOptions{DstAlign: aligns[r.IntN(len(aligns))], SrcAlign: aligns[r.IntN(len(aligns))]}
+		opt := layout.PlanOptions{DstAlign: aligns[r.IntN(len(aligns))], SrcAlign: aligns[r.IntN(len(aligns))], Gather: gather}
 		if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
 			fmt.Fprintf(h, "plan error %v\n", err)
 			continue
@@ -42,5 +55,5 @@ func TestPackGolden(t *testing.T) {
 		fmt.Fprintf(h, "%+v %v\n", l, err)
 		h.Write(buf[:n])
 	}
-	golden(t, "pack10k.sha256", []byte(hex.EncodeToString(h.Sum(nil))+"\n"))
+	return []byte(hex.EncodeToString(h.Sum(nil)) + "\n")
 }
