@@ -242,10 +242,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	}
 	p.Bytes = p.Volume * j.item
 	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
-	classify(p, &j, aD, aS, tileBytes(opt.TileBytes))
-	if opt.Gather && (p.Sig.Class == ClassElementwise || p.Sig.Class == ClassTile || p.Sig.Class == ClassBoxTile) {
-		p.Sig.Class, p.Sig.Fast, p.Sig.Vec, p.Tile = ClassGather, 0, 1, p.Tile[:0]
-	}
+	classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
 	if p.Sig.Class == ClassBoxTile {
 		boxGeometry(p)

@@ -182,11 +182,13 @@ func recut(j *joint, aD, aS int64) {
 	j.dOff, j.sOff, j.item = dOffB/w, sOffB/w, w
 }
 
-// classify picks the class of the plan and its vector width or tile.
+// classify picks the class of the plan and its vector width or tile; with
+// gather, ClassGather for every plan that needs a copy kernel other than a
+// broadcast or fill (PlanOptions.Gather).
 //
 // Pre: recut; p.Shape/DstStrides/SrcStrides are j's slices. Post: p.Sig's
 // class, Fast and Vec, and p.Tile for ClassBoxTile, as PlanCopy's doc says.
-func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
+func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 	n := j.n()
 	shape, ds, ss, item := j.shape, j.ds, j.ss, j.item
 	zeros := 0
@@ -208,6 +210,10 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64) {
 			// Vectorised dst writes of a repeated src element.
 			p.Sig.Vec = uint8(vecWidth(shape[n-1], 0, item, p.DstOffset, aD, ds[:n-1], nil))
 		}
+		return
+	}
+	if gather {
+		p.Sig.Class = ClassGather
 		return
 	}
 	p.Sig.Class = ClassElementwise
