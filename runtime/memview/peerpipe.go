@@ -19,10 +19,11 @@ import (
 // destination is laid out as C). The stages run on three streams (the
 // source device's kernels, its copies, the destination device's kernels),
 // ordered per chunk by events, so that chunk k+1 can cross the link while
-// chunk k is unpacked and chunk k+2 packed: the aim is about the link time
-// of the copy's bytes, whatever the layouts, the local passes running at
-// several times the link's bandwidth (measured at half of it so far: see
-// docs/design.md). The images are whole (not rings): the copy
+// chunk k is unpacked and chunk k+2 packed: about the link time of the
+// copy's bytes, whatever the layouts, the local passes running at several
+// times the link's bandwidth, less what each chunk's copy costs the copy
+// engines (near 88% of cuMemcpyPeer at best: see docs/design.md). The
+// images are whole (not rings): the copy
 // takes up to its bytes again on each device, for the length of the copy,
 // from the devices' pools of temporaries (cuda.Device.AllocTemp), which
 // keep them mapped from one copy to the next.
