@@ -182,7 +182,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // pushPays.
 func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	switch {
-	case gatherPays(&b.k.Plan):
+	case gatherMode == "1" && gatherable(&b.k.Plan), gatherMode != "0" && gatherPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src)
@@ -197,37 +197,89 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 // the scattered reads cost the source's memory system less than the link
 // time. Each element read fetches a 32-byte sector; neighbours in the
 // source's innermost dim share it, d elements apart in the destination.
-// Items of 16 bytes always pay; items of 4 and 8 bytes while d·32 bytes of
-// sectors fit a slice of L2 (4 MiB) until their neighbours reuse them;
-// items of 1 and 2 bytes (32 or 16 times the link's bytes in sectors) only
-// when the runs are common to both views and at least 16 bytes long; items
-// of other sizes (loads split in pieces) never. On two NVLinked H100s this
-// picked the faster of the gather and the rule before it in 50 of 52 cases
-// (docs/design.md, "Copies between GPUs").
+//   - Items of 16 bytes always pay.
+//   - Items of 4 and 8 bytes pay while d·32 bytes of sectors fit a slice
+//     of L2 (4 MiB) until their neighbours reuse them.
+//   - Items of 1 and 2 bytes (32 or 16 times the link's bytes in sectors)
+//     pay when the runs are common to both views and at least 16 bytes.
+//   - Items of 1 to 8 bytes whose runs are short (shortRuns) and not
+//     common to both views pay while d is at most 2^15 (1-byte items,
+//     which fetch 32 sectors a line) or 2^18: runs of a few sectors leave
+//     the plan's kernel partial lines on the link, so the gather can
+//     afford more misses.
+//   - Items of other sizes (loads split in pieces) never.
+//
+// The first three were fitted on two NVLinked H100s to 52 cases (50 picked
+// right), the fourth on 64 more (docs/design.md, "Copies between GPUs").
 func gatherPays(p *layout.Plan) bool {
-	switch p.Sig.Class {
-	case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
-	default:
+	if !gatherable(p) {
 		return false
 	}
 	item := int64(p.Sig.Itemsize)
-	k := 0 // the source's innermost dim
-	for j, s := range p.SrcStrides {
-		if abs(s) < abs(p.SrcStrides[k]) {
-			k = j
-		}
-	}
+	k := innermost(p.SrcStrides)
 	d := abs(p.DstStrides[k])
 	switch {
 	case item&(item-1) != 0:
 		return false
 	case item >= 16:
 		return true
+	case d > 1 && shortRuns(p) && d <= gatherShortReuse(item):
+		return true
 	case item >= 4:
 		return d <= gatherReuseBytes/32
 	}
 	return d == 1 && p.Shape[k]*item >= 16
 }
+
+// gatherShortReuse is the farthest apart in the destination, in items,
+// that gatherPays lets neighbours in the source be for a copy of short runs
+// of items of item bytes. Fitted on two NVLinked H100s: a 1-byte copy
+// 40850 apart gained both ways and lost 2 points one way, one 62624 apart
+// lost 40 points; a 2-byte copy 181350 apart gained 14 one way and 37 both
+// ways, a 4-byte one 169344 apart 21 and 28, one 1873872 apart lost 5.
+func gatherShortReuse(item int64) int64 {
+	if item == 1 {
+		return 1 << 15
+	}
+	return 1 << 18
+}
+
+// shortRuns reports whether the shorter of the two views' innermost dims
+// of plan p is at most gatherShortRun bytes long: the plan's kernel moves
+// runs of a few sectors at best.
+func shortRuns(p *layout.Plan) bool {
+	ks, kd := innermost(p.SrcStrides), innermost(p.DstStrides)
+	return min(p.Shape[ks], p.Shape[kd])*int64(p.Sig.Itemsize) <= gatherShortRun
+}
+
+// gatherShortRun is the longest run, in bytes, that shortRuns calls short.
+const gatherShortRun = 128
+
+// innermost returns the dim of least |stride| in strides.
+func innermost(strides []int64) int {
+	k := 0
+	for j, s := range strides {
+		if abs(s) < abs(strides[k]) {
+			k = j
+		}
+	}
+	return k
+}
+
+// gatherable reports whether a copy planned as p could run as a gather:
+// an elementwise copy, a tile or a box tile.
+func gatherable(p *layout.Plan) bool {
+	switch p.Sig.Class {
+	case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
+		return true
+	}
+	return false
+}
+
+// gatherMode is $STRIDEKIT_PEER_GATHER: "1" pushes every large peer copy
+// that could run as a gather as one, "0" none, anything else those
+// gatherPays picks. It is for measuring the rule (stridebench peer).
+var gatherMode = os.Getenv("STRIDEKIT_PEER_GATHER")
 
 // gatherReuseBytes is the most bytes of source sectors a gather may fetch
 // before their neighbours reuse them (gatherPays).

@@ -269,6 +269,15 @@ func TestGatherPays(t *testing.T) {
 		{"RGB u8 transpose", []int64{13377, 6688, 3}, []int64{3, 40131, 1}, 1, false},
 		{"12-byte items", []int64{152, 227, 163}, []int64{1, 163, 37001}, 12, false},
 		{"contiguous", []int64{4096, 4096}, nil, 4, false},
+		// Short runs: faster gathered on two NVLinked H100s (seeds 911,
+		// 913, 917 and 919 of stridebench peer) where the neighbours in
+		// the source are near enough in the destination.
+		{"f16 7-d permutation of 12- and 16-byte runs", []int64{23, 17, 8, 11, 7, 23, 6}, []int64{62832, 336, 1, 5712, 8, 1445136, 56}, 2, true},
+		{"f32 8-d permutation of 36- and 56-byte runs", []int64{11, 9, 6, 12, 8, 7, 3, 14}, []int64{84672, 1, 931392, 9, 108, 864, 5588352, 6048}, 4, true},
+		{"u8 8-d permutation of 5- and 7-byte runs", []int64{13, 26, 6, 7, 7, 5, 19, 7}, []int64{5460, 35, 910, 496860, 70980, 1, 3478020, 5}, 1, true},
+		{"u8 6-d permutation, neighbours 294576 apart", []int64{23, 10, 19, 19, 24, 34}, []int64{2945760, 1, 10, 155040, 190, 4560}, 1, false},
+		{"u8 5-d permutation, neighbours 62624 apart", []int64{28, 38, 32, 19, 103}, []int64{722, 1, 2082248, 38, 20216}, 1, false},
+		{"f16 6-d permutation of 28-byte runs, neighbours 181350 apart", []int64{13, 14, 13, 50, 9, 31}, []int64{700, 1, 282100, 14, 3667300, 9100}, 2, true},
 	})
 }
 
