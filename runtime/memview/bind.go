@@ -161,6 +161,10 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	case PathDevice:
 		b.k = &b.kb
 		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
+		if err == nil && localGatherPays(&b.k.Plan) {
+			b.kb = kernels.Bound{}
+			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
+		}
 	case PathHostToDevice:
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:

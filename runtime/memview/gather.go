@@ -1,0 +1,73 @@
+package memview
+
+import (
+	"os"
+
+	"github.com/stridekit/stridekit/layout"
+)
+
+// localGatherPays reports whether a copy on one device planned as p runs
+// faster as a gather (layout.ClassGather: dst written in its own order, a
+// warp's 32 consecutive elements at a time, src read scattered). It does
+// for elements of 8 bytes or more (layout.Plan's Itemsize, after the
+// planner widened it) that
+//   - transpose in runs common to both views (an elementwise plan), or
+//   - would go through a box tile whose neighbours along src's fastest dim
+//     lie at most localGatherNeighbours elements apart in dst: the sectors
+//     a warp reads scattered are read again by it or the next warps while
+//     they are still in L1.
+//
+// Measured on an H100 (seeds 937 and 941 of stridebench, 240 random
+// permutations of 64 MiB, each planned both ways in one session; docs/
+// design.md, "The planner"): the 20 such elementwise copies ran -0.3 to
+// +3.9 points of memcpy faster gathered, the 10 such box tiles -2.1 to
+// +12.7 (mean +5.3). Gathers of smaller elements lost 5 to 57 points, and
+// box tiles whose neighbours lie 43 to 126 elements apart -10.1 to +4.8.
+// $STRIDEKIT_GATHER=1 gathers every copy that could be one, =0 none.
+func localGatherPays(p *layout.Plan) bool {
+	switch p.Sig.Class {
+	case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
+	default:
+		return false
+	}
+	switch localGatherMode {
+	case "1":
+		return true
+	case "0":
+		return false
+	}
+	if p.Sig.Itemsize < localGatherItem {
+		return false
+	}
+	switch p.Sig.Class {
+	case layout.ClassElementwise:
+		return transposes(p)
+	case layout.ClassBoxTile:
+		return abs(p.DstStrides[innermost(p.SrcStrides)]) <= localGatherNeighbours
+	}
+	return false
+}
+
+// localGatherItem and localGatherNeighbours are localGatherPays's bounds.
+const (
+	localGatherItem       = 8
+	localGatherNeighbours = 32
+)
+
+// localGatherMode is $STRIDEKIT_GATHER: "1" plans every local copy that
+// could be a gather as one, "0" none, anything else those localGatherPays
+// picks. It is for measuring the rule (stridebench run).
+var localGatherMode = os.Getenv("STRIDEKIT_GATHER")
+
+// transposes reports whether plan p's dims ordered by |src stride| differ
+// from their order by |dst stride|.
+func transposes(p *layout.Plan) bool {
+	for i := range p.Shape {
+		for j := range p.Shape {
+			if abs(p.DstStrides[i]) < abs(p.DstStrides[j]) && abs(p.SrcStrides[i]) > abs(p.SrcStrides[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,51 @@
+package memview
+
+import (
+	"testing"
+
+	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
+)
+
+// TestLocalGatherPays: the random permutations that ran faster gathered on
+// an H100 are gathered, and their neighbours that ran slower are not.
+func TestLocalGatherPays(t *testing.T) {
+	defer setGatherMode("")()
+	checkRule(t, "localGatherPays", localGatherPays, []ruleCase{
+		{"12-byte 8-d permutation, neighbours 3 apart", []int64{9, 11, 5, 13, 5, 10, 6, 3}, []int64{16500, 150, 6, 445500, 30, 1650, 1, 148500}, 12, true},
+		{"f64 6-d permutation, neighbours 7 apart", []int64{11, 33, 23, 11, 13, 7}, []int64{33033, 1001, 363363, 13, 1, 143}, 8, true},
+		{"c128 5-d permutation of long common runs", []int64{19, 15, 35, 33, 13}, []int64{6435, 429, 122265, 13, 1}, 16, true},
+		{"12-byte 5-d permutation, neighbours 126 apart", []int64{23, 41, 46, 14, 9}, []int64{26404, 46, 1, 1886, 607292}, 12, false},
+		{"f32 7-d permutation, neighbours 16 apart", []int64{7, 7, 10, 17, 21, 6, 16}, []int64{114240, 1632, 11424, 96, 799680, 1, 6}, 4, false},
+		{"c128 ::2 slice (no transpose)", []int64{512, 512}, []int64{2048, 2}, 16, false},
+		{"c128 transpose (a vector tile)", []int64{512, 512}, []int64{1, 512}, 16, false},
+		{"contiguous", []int64{4096, 4096}, nil, 8, false},
+	})
+}
+
+// TestLocalGatherBinding: a device copy that localGatherPays picks is bound
+// as a gather, and Explain reports the gather it runs.
+func TestLocalGatherBinding(t *testing.T) {
+	defer setGatherMode("")()
+	defer forget()
+	dev := new(cuda.Device)
+	dl := mustNew(t, []int64{11, 33, 23, 11, 13, 7}, nil, 8)
+	sl := mustNew(t, []int64{11, 33, 23, 11, 13, 7}, []int64{33033, 1001, 363363, 13, 1, 143}, 8)
+	dst := fakeView(t, cuda.MemoryDevice, dev, 0x10000, dl, layout.Float64)
+	src := fakeView(t, cuda.MemoryDevice, dev, 0x10000000, sl, layout.Float64)
+	cp, err := dst.Explain(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Plan.Sig.Class != layout.ClassGather {
+		t.Errorf("plan %v, want a gather", cp.Plan.Sig)
+	}
+}
+
+// setGatherMode sets localGatherMode to m ($STRIDEKIT_GATHER as the test
+// needs it, whatever the environment) and returns what restores it.
+func setGatherMode(m string) func() {
+	old := localGatherMode
+	localGatherMode = m
+	return func() { localGatherMode = old }
+}
