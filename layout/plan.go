@@ -163,6 +163,12 @@ func PlanCopyInto(p *Plan, dst, src Layout, opt PlanOptions) error {
 	return err
 }
 
+// Transposes reports whether the plan's dims ordered by |src stride|
+// differ from their order by |dst stride| (the canonical dims are in dst's
+// order): only then does the copy need a kernel that reads both views in
+// runs.
+func (p *Plan) Transposes() bool { return outOfOrder(p.SrcStrides) }
+
 func (p *Plan) reset() {
 	p.Sig = Signature{Class: ClassNone, Vec: 1}
 	p.Shape = p.Shape[:0]

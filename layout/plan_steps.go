@@ -240,9 +240,13 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 // transposing reports whether the dims ordered by |src stride| differ from
 // their order by |dst stride| (dims are already in the latter): only then
 // does a copy need a tile to access both views in runs.
-func transposing(j *joint) bool {
-	for k := 1; k < j.n(); k++ {
-		if uabs(j.ss[k-1]) < uabs(j.ss[k]) {
+func transposing(j *joint) bool { return outOfOrder(j.ss[:j.n()]) }
+
+// outOfOrder reports whether |ss| is not falling along the dims (which are
+// in dst's order, slowest first).
+func outOfOrder(ss []int64) bool {
+	for k := 1; k < len(ss); k++ {
+		if uabs(ss[k-1]) < uabs(ss[k]) {
 			return true
 		}
 	}

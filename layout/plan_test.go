@@ -621,3 +621,31 @@ func FuzzPlanCopy(f *testing.F) {
 		checkGuarantees(t, p, opt, dst.Itemsize())
 	})
 }
+
+// TestPlanTransposes: a plan transposes where its src order differs from
+// its dst order, whatever class the planner gave it.
+func TestPlanTransposes(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		shape, src []int64
+		want       bool
+	}{
+		{"transpose", []int64{64, 64}, []int64{1, 64}, true},
+		{"outer dims swapped, long common runs", []int64{8, 9, 256}, []int64{256, 2048, 1}, true},
+		{"::2 slice", []int64{64, 64}, []int64{256, 2}, false},
+		{"contiguous", []int64{64, 64}, nil, false},
+	} {
+		dst, _ := layout.Dense(c.shape, 4, layout.C)
+		src, err := layout.New(c.shape, c.src, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := layout.PlanCopy(dst, src, layout.PlanOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Transposes(); got != c.want {
+			t.Errorf("%s (%v): Transposes = %v, want %v", c.name, p.Sig, got, c.want)
+		}
+	}
+}

@@ -25,9 +25,7 @@ import (
 // box tiles whose neighbours lie 43 to 126 elements apart -10.1 to +4.8.
 // $STRIDEKIT_GATHER=1 gathers every copy that could be one, =0 none.
 func localGatherPays(p *layout.Plan) bool {
-	switch p.Sig.Class {
-	case layout.ClassElementwise, layout.ClassTile, layout.ClassBoxTile:
-	default:
+	if !gatherable(p) {
 		return false
 	}
 	switch localGatherMode {
@@ -41,7 +39,7 @@ func localGatherPays(p *layout.Plan) bool {
 	}
 	switch p.Sig.Class {
 	case layout.ClassElementwise:
-		return transposes(p)
+		return p.Transposes()
 	case layout.ClassBoxTile:
 		return abs(p.DstStrides[innermost(p.SrcStrides)]) <= localGatherNeighbours
 	}
@@ -58,16 +56,3 @@ const (
 // could be a gather as one, "0" none, anything else those localGatherPays
 // picks. It is for measuring the rule (stridebench run).
 var localGatherMode = os.Getenv("STRIDEKIT_GATHER")
-
-// transposes reports whether plan p's dims ordered by |src stride| differ
-// from their order by |dst stride|.
-func transposes(p *layout.Plan) bool {
-	for i := range p.Shape {
-		for j := range p.Shape {
-			if abs(p.DstStrides[i]) < abs(p.DstStrides[j]) && abs(p.SrcStrides[i]) > abs(p.SrcStrides[j]) {
-				return true
-			}
-		}
-	}
-	return false
-}
