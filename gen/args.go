@@ -115,6 +115,13 @@ var boxArgs = []argField{
 	{"offCs", i32, 1, ""},
 	{"offCd", i32, 1, ""},
 	{"lgw", i32, 1, "log2 threads per run: word load"},
+	{"gn", i32, 1, "sibling store: groups of sibling dst runs per tile (0: off)"},
+	{"gta", i32, 1, "sibling store: tile extent along src's first run dim"},
+	{"gdim", i32, 1, "sibling store: that dim (-1: none)"},
+	{"gdiv", i32, 2, "sibling store: dst run step between siblings, groups along the dim"},
+	{"gmul", u64, 2, "fast division by gdiv (32-bit)"},
+	{"gshr", u32, 2, ""},
+	{"gds", i64, 1, "sibling store: dst stride of the dim"},
 }
 
 // argSpec returns the argument description of class c's kernel.

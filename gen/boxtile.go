@@ -41,6 +41,10 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 		return Launch{}, fmt.Errorf("%w: box tile %v needs %d bytes of shared memory (at most %d)", ErrPlan, p.Tile, sl.Total, tilegeom.MaxBoxSharedBytes)
 	}
 	lgs, lgw, lgd := boxLanes(k, src, dst, int64(sig.Itemsize))
+	sb := siblingsOf(k, p)
+	if sb.groups > 0 {
+		lgd = laneLog(k, 32, ceilDiv(dst.RunLen, 4)+1, sb.groups)
+	}
 
 	clear(buf[:ArgsSize(sig)])
 	w := newArgWriter(buf, boxArgs, nd)
@@ -82,6 +86,12 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	w.put("offCs", sl.Cs)
 	w.put("offCd", sl.Cd)
 	w.put("lgw", int64(lgw))
+	w.put("gn", sb.groups)
+	w.put("gta", sb.extent)
+	w.put("gdim", sb.dim)
+	w.put("gdiv", sb.div[:]...)
+	w.divisors(layout.Signature{}, "gmul", "gshr", sb.div[:]) // 32-bit: the kernel divides group numbers
+	w.put("gds", sb.stride)
 	gx := min(ntiles, MaxGridX)
 	if smCount > 0 {
 		gx = min(gx, int64(smCount*k.BlocksPerSM))
@@ -98,10 +108,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 // runs to keep the block busy, never more than the run has pieces
 // (elements) or the block has threads.
 func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd int) {
-	lanes := func(knob int, pieces, runs int64) int {
-		l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
-		return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
-	}
+	lanes := func(knob int, pieces, runs int64) int { return laneLog(k, knob, pieces, runs) }
 	words := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
 	pieces := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
 	lgs = lanes(32, src.RunLen, src.Runs)
@@ -128,4 +135,96 @@ func ints(o *[tilegeom.MaxRagged]int64, a [tilegeom.MaxRagged]int) []int64 {
 		o[i] = int64(v)
 	}
 	return o[:]
+}
+
+// laneLog returns log2 of the threads a phase puts on each of runs runs of
+// pieces pieces (boxLanes's rule): knob, more when the runs are too few to
+// keep the block busy, never more than the pieces or the block's threads.
+func laneLog(k Knobs, knob int, pieces, runs int64) int {
+	l := max(int64(knob), nextPow2(ceilDiv(int64(k.Threads), runs)))
+	return log2(int(min(l, nextPow2(pieces), int64(k.Threads))))
+}
+
+// siblings is where a box tile's sibling store applies (the template's
+// storeSiblings): src's first run dim a, a tile dim outside the dst runs,
+// whose 4 neighbouring indices sit side by side in one shared-memory word
+// and whose dst runs start at the same address modulo 4.
+type siblings struct {
+	groups int64    // groups of 4 sibling dst runs in a whole tile (0: the store is off)
+	extent int64    // the tile's extent along a
+	dim    int64    // a, or -1
+	div    [2]int64 // the dst run step between siblings; groups along a
+	stride int64    // a's dst stride
+}
+
+// siblingsOf returns the sibling store of box-tile plan p under knobs k:
+// off unless k.Siblings, the items are bytes, src runs are not reversed in
+// shared memory, dst runs are contiguous, forward and of whole words
+// (wordRuns), and src's first run dim lies outside the dst runs.
+func siblingsOf(k Knobs, p *layout.Plan) siblings {
+	off := siblings{dim: -1, div: [2]int64{1, 1}}
+	g := &p.Box
+	if !k.Siblings || p.Sig.Itemsize != 1 || g.Src.NDims == 0 || g.Src.Step == -1 || g.Dst.Step != 1 {
+		return off
+	}
+	if !wordRuns(p) {
+		return off
+	}
+	a := g.Src.Order[0]
+	step := int64(1) // the product of the tile's extents along the dst dims between the runs and a
+	for i := 0; i < g.Dst.NDims; i++ {
+		d := g.Dst.Order[i]
+		if d == a {
+			if i < g.Dst.NRun {
+				return off
+			}
+			break
+		}
+		if i >= g.Dst.NRun {
+			step *= p.Tile[d]
+		}
+	}
+	t := p.Tile[a]
+	per := ceilDiv(t, 4)
+	return siblings{groups: g.Dst.Runs / t * per, extent: t, dim: int64(a), div: [2]int64{step, per}, stride: p.DstStrides[a]}
+}
+
+// SiblingRuns returns how many dst runs the box-tile kernel packed for
+// plan p under knobs k writes together, a 4×4-byte block at a time (4
+// where its sibling store applies, else 0): what a description of the
+// launch, or a test that wants that path, needs to know.
+func SiblingRuns(k Knobs, p *layout.Plan) int {
+	if p.Sig.Class != layout.ClassBoxTile || siblingsOf(k, p).groups == 0 {
+		return 0
+	}
+	return 4
+}
+
+// wordRuns reports whether every dst run of box-tile plan p (1-byte items)
+// starts and ends at the same address modulo 4 as the dst view's lowest
+// byte: runs of whole words, and whole words between the starts of any two
+// runs of any tiles.
+func wordRuns(p *layout.Plan) bool {
+	d := &p.Box.Dst
+	if d.RunLen%4 != 0 {
+		return false
+	}
+	inRun := func(k int) bool {
+		for i := 0; i < d.NRun; i++ {
+			if int(d.Order[i]) == k {
+				return true
+			}
+		}
+		return false
+	}
+	for k, s := range p.DstStrides {
+		if inRun(k) {
+			if p.Tile[k] < p.Shape[k] && p.Tile[k]*s%4 != 0 {
+				return false
+			}
+		} else if s%4 != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -53,6 +53,11 @@ type Knobs struct {
 	// pieces: for items under 4 bytes, one shared-memory read per element
 	// without bank conflicts beats assembling pieces from many runs.
 	ElemStore bool
+	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
+	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
+	// transposed in registers at a time (the template's storeSiblings),
+	// where the plan allows.
+	Siblings bool
 	// Specialise lets a copy that runs again get a kernel specialised to
 	// its plan (kernels.Bound.SpecialiseLater: compiled in the background,
 	// swapped in when ready): set where that was measured faster than the
@@ -98,6 +103,7 @@ var knobTable = [...]struct {
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
 	{"elemstore", func(k *Knobs) int { return b2i(k.ElemStore) }, func(k *Knobs, v int) { k.ElemStore = v != 0 }},
+	{"siblings", func(k *Knobs) int { return b2i(k.Siblings) }, func(k *Knobs, v int) { k.Siblings = v != 0 }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 }
 

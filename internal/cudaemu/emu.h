@@ -41,6 +41,9 @@ template <class T> inline T __ldg(const T* p) { return *p; }
 inline unsigned __funnelshift_r(unsigned lo, unsigned hi, unsigned sh) {
 	return (unsigned)(((((unsigned long long)hi) << 32) | lo) >> (sh & 31));
 }
+inline unsigned __funnelshift_l(unsigned lo, unsigned hi, unsigned sh) {
+	return (unsigned)((((((unsigned long long)hi) << 32) | lo) << (sh & 31)) >> 32);
+}
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
 	return (unsigned long long)(((unsigned __int128)a * b) >> 64);
