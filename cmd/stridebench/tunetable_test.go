@@ -210,13 +210,13 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Specialise: true}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Siblings: true, Specialise: true}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}
 	for i, name := range gen.KnobNames() {
 		v := i + 1
-		if name == "wordcols" || name == "elemstore" || name == "specialise" {
+		if name == "wordcols" || name == "elemstore" || name == "siblings" || name == "specialise" {
 			v = 1
 		}
 		if got := knobValue(k, name); got != v {
