@@ -161,7 +161,7 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	case PathDevice:
 		b.k = &b.kb
 		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
-		if err == nil && localGatherPays(&b.k.Plan) {
+		if err == nil && gatherBy(localGatherMode, &b.k.Plan, localGatherPays) {
 			b.kb = kernels.Bound{}
 			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
 		}

@@ -23,18 +23,9 @@ import (
 // +3.9 points of memcpy faster gathered, the 10 such box tiles -2.1 to
 // +12.7 (mean +5.3). Gathers of smaller elements lost 5 to 57 points, and
 // box tiles whose neighbours lie 43 to 126 elements apart -10.1 to +4.8.
-// $STRIDEKIT_GATHER=1 gathers every copy that could be one, =0 none.
+// bind applies it under $STRIDEKIT_GATHER (gatherBy).
 func localGatherPays(p *layout.Plan) bool {
-	if !gatherable(p) {
-		return false
-	}
-	switch localGatherMode {
-	case "1":
-		return true
-	case "0":
-		return false
-	}
-	if p.Sig.Itemsize < localGatherItem {
+	if !gatherable(p) || p.Sig.Itemsize < localGatherItem {
 		return false
 	}
 	switch p.Sig.Class {
@@ -52,7 +43,19 @@ const (
 	localGatherNeighbours = 32
 )
 
-// localGatherMode is $STRIDEKIT_GATHER: "1" plans every local copy that
-// could be a gather as one, "0" none, anything else those localGatherPays
-// picks. It is for measuring the rule (stridebench run).
+// localGatherMode is $STRIDEKIT_GATHER, gatherBy's mode for
+// localGatherPays: for measuring the rule (stridebench run).
 var localGatherMode = os.Getenv("STRIDEKIT_GATHER")
+
+// gatherBy says whether to run a copy planned as p as a gather, under a
+// gather rule and the mode that measures it: "1" gathers every copy that
+// could be a gather, "0" none, anything else those rule picks.
+func gatherBy(mode string, p *layout.Plan, rule func(*layout.Plan) bool) bool {
+	switch mode {
+	case "1":
+		return gatherable(p)
+	case "0":
+		return false
+	}
+	return rule(p)
+}

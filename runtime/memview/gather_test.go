@@ -10,7 +10,6 @@ import (
 // TestLocalGatherPays: the random permutations that ran faster gathered on
 // an H100 are gathered, and their neighbours that ran slower are not.
 func TestLocalGatherPays(t *testing.T) {
-	defer setGatherMode("")()
 	checkRule(t, "localGatherPays", localGatherPays, []ruleCase{
 		{"12-byte 8-d permutation, neighbours 3 apart", []int64{9, 11, 5, 13, 5, 10, 6, 3}, []int64{16500, 150, 6, 445500, 30, 1650, 1, 148500}, 12, true},
 		{"f64 6-d permutation, neighbours 7 apart", []int64{11, 33, 23, 11, 13, 7}, []int64{33033, 1001, 363363, 13, 1, 143}, 8, true},
@@ -39,6 +38,32 @@ func TestLocalGatherBinding(t *testing.T) {
 	}
 	if cp.Plan.Sig.Class != layout.ClassGather {
 		t.Errorf("plan %v, want a gather", cp.Plan.Sig)
+	}
+}
+
+// TestGatherBy: mode "1" gathers whatever could be a gather, "0" nothing,
+// any other mode asks the rule.
+func TestGatherBy(t *testing.T) {
+	perm := planOf(t, []int64{64, 64}, nil, []int64{1, 64}, 4) // a tile
+	flat := planOf(t, []int64{64, 64}, nil, nil, 4)            // a memcpy
+	yes := func(*layout.Plan) bool { return true }
+	no := func(*layout.Plan) bool { return false }
+	for _, c := range []struct {
+		mode string
+		p    *layout.Plan
+		rule func(*layout.Plan) bool
+		want bool
+	}{
+		{"1", perm, no, true},
+		{"1", flat, yes, false},
+		{"0", perm, yes, false},
+		{"", perm, yes, true},
+		{"", perm, no, false},
+		{"x", perm, yes, true},
+	} {
+		if got := gatherBy(c.mode, c.p, c.rule); got != c.want {
+			t.Errorf("gatherBy(%q, %v, rule %v) = %v, want %v", c.mode, c.p.Sig, c.rule(c.p), got, c.want)
+		}
 	}
 }
 

@@ -182,7 +182,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // pushPays.
 func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	switch {
-	case gatherMode == "1" && gatherable(&b.k.Plan), gatherMode != "0" && gatherPays(&b.k.Plan):
+	case gatherBy(gatherMode, &b.k.Plan, gatherPays):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src)
@@ -276,9 +276,8 @@ func gatherable(p *layout.Plan) bool {
 	return false
 }
 
-// gatherMode is $STRIDEKIT_PEER_GATHER: "1" pushes every large peer copy
-// that could run as a gather as one, "0" none, anything else those
-// gatherPays picks. It is for measuring the rule (stridebench peer).
+// gatherMode is $STRIDEKIT_PEER_GATHER, gatherBy's mode for gatherPays
+// (large peer copies): for measuring the rule (stridebench peer).
 var gatherMode = os.Getenv("STRIDEKIT_PEER_GATHER")
 
 // gatherReuseBytes is the most bytes of source sectors a gather may fetch
