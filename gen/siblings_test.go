@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -29,20 +30,12 @@ func TestSiblingRuns(t *testing.T) {
 		{[]int64{7, 9, 11, 130}, []int{0, 3, 1, 2}, 1, false, false, 0},
 		{[]int64{9, 70, 300}, []int{2, 0, 1}, 1, true, false, 0},
 	} {
-		src, err := layout.Dense(c.shape, c.item, layout.Perm(c.perm...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := layout.Dense(c.shape, c.item, layout.C)
-		if err != nil {
-			t.Fatal(err)
-		}
+		src := layouttest.MustDense(t, c.shape, c.item, c.perm...)
+		dst := layouttest.MustDense(t, c.shape, c.item)
 		if c.flipD {
 			ds := dst.Strides()
 			ds[len(ds)-1] = -ds[len(ds)-1]
-			if dst, err = layout.New(c.shape, ds, c.item); err != nil {
-				t.Fatal(err)
-			}
+			dst = layouttest.MustNew(t, c.shape, ds, c.item)
 		}
 		p, err := layout.PlanCopy(dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16, TileBytes: 4 << 10})
 		if err != nil || p.Sig.Class != layout.ClassBoxTile {

@@ -46,11 +46,7 @@ func TestEmulatedSiblings(t *testing.T) {
 	}
 	used := 0
 	for _, c := range cases {
-		perm, err := layout.Dense(c.shape, 1, layout.Perm(c.perm...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss := perm.Strides()
+		ss := layouttest.MustDense(t, c.shape, 1, c.perm...).Strides()
 		for i := range ss {
 			ss[i] *= c.step
 		}

@@ -38,8 +38,8 @@ func TestGPUSiblings(t *testing.T) {
 	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
 	for _, c := range siblingCases {
-		sl := layouttest.MustNew(t, c.shape, mustDense(t, c.shape, c.perm).Strides(), 1)
-		dl := layouttest.MustNew(t, c.shape, nil, 1)
+		sl := layouttest.MustDense(t, c.shape, 1, c.perm...)
+		dl := layouttest.MustDense(t, c.shape, 1)
 		p, err := layout.PlanCopy(dl, sl, PlanOptions(dev, 256, 256, 1))
 		if err != nil {
 			t.Fatal(err)
@@ -56,15 +56,4 @@ func TestGPUSiblings(t *testing.T) {
 			}
 		}
 	}
-}
-
-// mustDense returns the dense layout of shape in the order perm (1-byte
-// items).
-func mustDense(t *testing.T, shape []int64, perm []int) layout.Layout {
-	t.Helper()
-	l, err := layout.Dense(shape, 1, layout.Perm(perm...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
 }

@@ -77,5 +77,20 @@ func MustNew(t TB, shape, strides []int64, item int) layout.Layout {
 	return l
 }
 
+// MustDense is layout.Dense of shape in the order perm (C order when perm
+// is empty) that fails t instead of returning an error.
+func MustDense(t TB, shape []int64, item int, perm ...int) layout.Layout {
+	t.Helper()
+	order := layout.C
+	if len(perm) > 0 {
+		order = layout.Perm(perm...)
+	}
+	l, err := layout.Dense(shape, item, order)
+	if err != nil {
+		t.Fatalf("Dense(%v, %d, perm %v): %v", shape, item, perm, err)
+	}
+	return l
+}
+
 // S64 spells an []int64 literal briefly in test tables.
 func S64(v ...int64) []int64 { return v }
