@@ -58,6 +58,12 @@ type Knobs struct {
 	// transposed in registers at a time (the template's storeSiblings),
 	// where the plan allows.
 	Siblings bool
+	// GatherWord is how many bytes a thread of the gather kernel writes as
+	// one dst word, its items loaded one by one (0: each item alone; 4, 8
+	// or 16, for items that divide it and are smaller), where the plan's
+	// dst allows (gatherwords.go): one unravelling of the indices a word
+	// instead of one an item.
+	GatherWord int
 	// Specialise lets a copy that runs again get a kernel specialised to
 	// its plan (kernels.Bound.SpecialiseLater: compiled in the background,
 	// swapped in when ready): set where that was measured faster than the
@@ -104,6 +110,7 @@ var knobTable = [...]struct {
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
 	{"elemstore", func(k *Knobs) int { return b2i(k.ElemStore) }, func(k *Knobs, v int) { k.ElemStore = v != 0 }},
 	{"siblings", func(k *Knobs) int { return b2i(k.Siblings) }, func(k *Knobs, v int) { k.Siblings = v != 0 }},
+	{"gatherword", func(k *Knobs) int { return k.GatherWord }, func(k *Knobs, v int) { k.GatherWord = v }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 }
 
@@ -384,6 +391,8 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
 	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
+	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:
+		return fmt.Errorf("%w: %v: gatherword=%d is not 0, 4, 8 or 16", ErrTuning, sig, k.GatherWord)
 	}
 	return nil
 }

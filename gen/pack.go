@@ -36,7 +36,8 @@ type Launch struct {
 // elementwise, broadcast and fill kernels take the vectors along the
 // innermost dim, the outer rows and the blocks of rows; the tile kernel
 // takes the number of tiles; the gather kernel the number of elements (its
-// divisors are the extents of every dim).
+// divisors are the extents of every dim) and of the dst words it writes a
+// word at a time (gatherwords.go).
 func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte) (Launch, error) {
 	nd := int(sig.NDim)
 	if p.Sig != sig || len(p.Shape) != nd || len(p.DstStrides) != nd || len(p.SrcStrides) != nd || nd > MaxNDim {
@@ -71,8 +72,12 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 		l.Block = Dim3{X: uint32(bx), Y: uint32(by), Z: 1}
 	case layout.ClassGather:
 		per := int64(k.Threads) * int64(rowsPerThread(sig, k))
-		n[0] = p.Volume
-		l.Grid, l.Block = Dim3{X: uint32(min(ceilDiv(p.Volume, per), MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(k.Threads), Y: 1, Z: 1}
+		n[0], n[1] = p.Volume, gatherWords(p, k)
+		units := p.Volume // a thread's unit: an element, or a word of them
+		if n[1] > 0 {
+			units, per = n[1], int64(k.Threads)*wordsPerThread(sig, k)
+		}
+		l.Grid, l.Block = Dim3{X: uint32(min(ceilDiv(units, per), MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(k.Threads), Y: 1, Z: 1}
 	case layout.ClassTile:
 		tc := tileConfig(sig, k)
 		div[nd-1] = ceilDiv(p.Shape[nd-1], int64(tc.Rows))

@@ -338,6 +338,10 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.ElemStore, true
 	case "Pow2":
 		return d.Pow2, true
+	case "GW":
+		return d.GW, true
+	case "GWU":
+		return d.GWU, true
 	case "Gather":
 		l := make([]fielder, len(d.Gather))
 		for i, c := range d.Gather {

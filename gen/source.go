@@ -37,7 +37,8 @@ type kernelData struct {
 	TR, TC, SWM int
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	// rows kernels (elem, bcast, fill); gather: R elements per thread per trip
-	R, XU int
+	R, XU   int
+	GW, GWU int // gather: bytes of a dst word written at once (0: items only), words per thread per trip (gatherwords.go)
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
 	ElemStore bool         // btile: dst runs written one element per thread
@@ -139,6 +140,10 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.Pow2 = s&(s-1) == 0
 		d.ElemStore = k.ElemStore
 		d.Gather = gatherCases(s, d.G)
+	case layout.ClassGather:
+		if wordItems(sig, k) > 0 {
+			d.GW, d.GWU = k.GatherWord, int(wordsPerThread(sig, k))
+		}
 	}
 	return d
 }

@@ -180,6 +180,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsign
 var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	BlocksPerSM: 1,
 	ElemStore:   false,
+	GatherWord:  0,
 	LoadLanes:   1,
 	Rows:        1,
 	Siblings:    false,
@@ -322,6 +323,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	BlocksPerSM: 1,
 	ElemStore:   false,
+	GatherWord:  0,
 	LoadLanes:   1,
 	Rows:        1,
 	Siblings:    false,
@@ -433,6 +435,7 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned
 var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	BlocksPerSM: 1,
 	ElemStore:   false,
+	GatherWord:  0,
 	LoadLanes:   1,
 	Rows:        4,
 	Siblings:    false,
