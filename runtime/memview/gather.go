@@ -8,14 +8,21 @@ import (
 
 // localGatherPays reports whether a copy on one device planned as p runs
 // faster as a gather (layout.ClassGather: dst written in its own order, a
-// warp's 32 consecutive elements at a time, src read scattered). It does
-// for elements of 8 bytes or more (layout.Plan's Itemsize, after the
-// planner widened it) that
+// warp's 32 consecutive elements at a time, src read scattered) on a
+// device of compute capability arch. It does for elements of 8 bytes or
+// more (layout.Plan's Itemsize, after the planner widened it) that
 //   - transpose in runs common to both views (an elementwise plan), or
 //   - would go through a box tile whose neighbours along src's fastest dim
 //     lie at most localGatherNeighbours elements apart in dst: the sectors
 //     a warp reads scattered are read again by it or the next warps while
-//     they are still in L1.
+//     they are still in L1;
+//
+// and for smaller elements that would go through a box tile whose fastest
+// dim is the same in both views (a common run the planner could not widen
+// into elements of 8 bytes or more, such as 151 bytes) of at least
+// localGatherCommonRun bytes, where the gather kernel writes dst in words
+// (wordGather): reads and writes then both walk the common runs, and a
+// word's items cost one unravelling of the indices.
 //
 // Measured on an H100 (seeds 937 and 941 of stridebench, 240 random
 // permutations of 64 MiB, each planned both ways in one session; see
@@ -23,24 +30,34 @@ import (
 // +3.9 points of memcpy faster gathered, the 10 such box tiles -2.1 to
 // +12.7 (mean +5.3). Gathers of smaller elements lost 5 to 57 points, and
 // box tiles whose neighbours lie 43 to 126 elements apart -10.1 to +4.8.
+// Common runs of 1-3-byte items (24 copies, two rounds, one H100): 0.96 to
+// 1.15 times the box tile gathered in words of 16 bytes where the runs
+// held 79 bytes or more, 0.85 and 1.01 at 51 and 49 bytes.
 // bind applies it under $STRIDEKIT_GATHER (gatherBy).
-func localGatherPays(p *layout.Plan) bool {
-	if !gatherable(p) || p.Sig.Itemsize < localGatherItem {
+func localGatherPays(p *layout.Plan, arch int) bool {
+	if !gatherable(p) {
 		return false
+	}
+	k := innermost(p.SrcStrides)
+	if p.Sig.Itemsize < localGatherItem {
+		return p.Sig.Class == layout.ClassBoxTile && p.DstStrides[k] == 1 && p.SrcStrides[k] == 1 &&
+			p.Shape[k]*int64(p.Sig.Itemsize) >= localGatherCommonRun && wordGather(p, arch)
 	}
 	switch p.Sig.Class {
 	case layout.ClassElementwise:
 		return p.Transposes()
 	case layout.ClassBoxTile:
-		return abs(p.DstStrides[innermost(p.SrcStrides)]) <= localGatherNeighbours
+		return abs(p.DstStrides[k]) <= localGatherNeighbours
 	}
 	return false
 }
 
-// localGatherItem and localGatherNeighbours are localGatherPays's bounds.
+// localGatherItem, localGatherNeighbours and localGatherCommonRun are
+// localGatherPays's bounds.
 const (
 	localGatherItem       = 8
 	localGatherNeighbours = 32
+	localGatherCommonRun  = 64
 )
 
 // localGatherMode is $STRIDEKIT_GATHER, gatherBy's mode for

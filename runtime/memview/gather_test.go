@@ -8,9 +8,10 @@ import (
 )
 
 // TestLocalGatherPays: the random permutations that ran faster gathered on
-// an H100 are gathered, and their neighbours that ran slower are not.
+// an H100 are gathered, and their neighbours that ran slower are not (for
+// a device of compute capability 9.0 and the tuning table's word gathers).
 func TestLocalGatherPays(t *testing.T) {
-	checkRule(t, "localGatherPays", localGatherPays, []ruleCase{
+	checkRule(t, "localGatherPays", func(p *layout.Plan) bool { return localGatherPays(p, 90) }, []ruleCase{
 		{"12-byte 8-d permutation, neighbours 3 apart", []int64{9, 11, 5, 13, 5, 10, 6, 3}, []int64{16500, 150, 6, 445500, 30, 1650, 1, 148500}, 12, true},
 		{"f64 6-d permutation, neighbours 7 apart", []int64{11, 33, 23, 11, 13, 7}, []int64{33033, 1001, 363363, 13, 1, 143}, 8, true},
 		{"c128 5-d permutation of long common runs", []int64{19, 15, 35, 33, 13}, []int64{6435, 429, 122265, 13, 1}, 16, true},
@@ -19,7 +20,20 @@ func TestLocalGatherPays(t *testing.T) {
 		{"c128 ::2 slice (no transpose)", []int64{512, 512}, []int64{2048, 2}, 16, false},
 		{"c128 transpose (a vector tile)", []int64{512, 512}, []int64{1, 512}, 16, false},
 		{"contiguous", []int64{4096, 4096}, nil, 8, false},
+		// Common runs of 1-3-byte items, gathered in words of 16 bytes
+		// (1.04-1.15 times the box tile) unless the runs are short (51
+		// bytes: 0.85) or no word path exists (a dst row of 150 bytes
+		// inside rows 151 bytes apart).
+		{"u8, common runs of 151 bytes", []int64{48, 14, 41, 16, 151}, []int64{151, 1623552, 39600, 2416, 1}, 1, true},
+		{"3-byte items, common runs of 711 bytes", []int64{265, 356, 237}, []int64{237, 62805, 1}, 3, true},
+		{"f16, common runs of 526 bytes", []int64{402, 317, 263}, []int64{263, 105726, 1}, 2, true},
+		{"u8, common runs of 51 bytes", []int64{41, 35, 19, 48, 51}, []int64{51, 1785, 33915, 1644720, 1}, 1, false},
 	})
+	// A dst whose rows of 150 bytes lie 151 apart: no 16-byte words.
+	p := planOf(t, []int64{48, 300, 150}, []int64{45300, 151, 1}, []int64{150, 7200, 1}, 1)
+	if localGatherPays(p, 90) {
+		t.Errorf("%v (dst strides %v): gathered with no word path", p.Sig, p.DstStrides)
+	}
 }
 
 // TestLocalGatherBinding: a device copy that localGatherPays picks is bound

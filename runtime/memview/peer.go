@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -182,7 +183,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // pushPays.
 func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	switch {
-	case gatherBy(gatherMode, &b.k.Plan, gatherPays):
+	case gatherBy(gatherMode, &b.k.Plan, func(p *layout.Plan) bool { return gatherPays(p, src.dev.Arch()) }):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src)
@@ -202,6 +203,11 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 //     of L2 (4 MiB) until their neighbours reuse them.
 //   - Items of 1 and 2 bytes (32 or 16 times the link's bytes in sectors)
 //     pay when the runs are common to both views and at least 16 bytes.
+//   - Items of 2 bytes that the gather kernel on a device of compute
+//     capability arch writes in words (wordGather) pay while d items hold
+//     at most gatherWordReuse bytes: a word's items are read with one
+//     unravelling of the indices, and neighbours that near share their
+//     sectors from L1.
 //   - Items of 1 to 8 bytes whose runs are short (shortRuns) and not
 //     common to both views pay while d is at most 2^15 (1-byte items,
 //     which fetch 32 sectors a line) or 2^18: runs of a few sectors leave
@@ -210,8 +216,9 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 //   - Items of other sizes (loads split in pieces) never.
 //
 // The first three were fitted on two NVLinked H100s to 52 cases (50 picked
-// right), the fourth on 64 more (docs/design.md, "Copies between GPUs").
-func gatherPays(p *layout.Plan) bool {
+// right), the fifth on 64 more, the fourth on the word gathers' run
+// (docs/design.md, "Copies between GPUs").
+func gatherPays(p *layout.Plan, arch int) bool {
 	if !gatherable(p) {
 		return false
 	}
@@ -227,8 +234,29 @@ func gatherPays(p *layout.Plan) bool {
 		return true
 	case item >= 4:
 		return d <= gatherReuseBytes/32
+	case item == 2 && d*item <= gatherWordReuse && wordGather(p, arch):
+		return true
 	}
 	return d == 1 && p.Shape[k]*item >= 16
+}
+
+// gatherWordReuse is the most bytes d items of 2 bytes may hold for
+// gatherPays to gather them in words. On two NVLinked H100s (stridebench
+// peer, named cases and seed 1051) NCHW→NHWC f16 (d·2 = 430 bytes) ran 27
+// points faster one way plus both ways gathered in words; the f16
+// transpose and NHWC→NCHW f16 (32 KiB and 22 KiB) lost 30-40 points. The
+// RGB u8 transpose (d = 1) gathered 21 points faster in words of 4 bytes
+// but 18 slower in the words of 16 bytes that 1-byte gathers use, so
+// 1-byte items keep the other clauses.
+const gatherWordReuse = 2 << 10
+
+// wordGather reports whether the gather kernel on a device of compute
+// capability arch would write the copy planned as p in words
+// (gen.GatherWords): the plan as a gather has the same canonical form.
+func wordGather(p *layout.Plan, arch int) bool {
+	g := *p
+	g.Sig.Class, g.Sig.Fast, g.Sig.Vec, g.Tile = layout.ClassGather, 0, 1, nil
+	return gen.GatherWords(gen.KnobsFor(g.Sig, arch), &g) > 1
 }
 
 // gatherShortReuse is the farthest apart in the destination, in items,

@@ -256,9 +256,11 @@ func TestPushPays(t *testing.T) {
 }
 
 // TestGatherPays: the named peer cases whose gather was faster on two
-// NVLinked H100s are gathered, those whose gather was slower are not.
+// NVLinked H100s are gathered, those whose gather was slower are not
+// (for a device of compute capability 9.0 and the tuning table's word
+// gathers).
 func TestGatherPays(t *testing.T) {
-	checkRule(t, "gatherPays", gatherPays, []ruleCase{
+	checkRule(t, "gatherPays", func(p *layout.Plan) bool { return gatherPays(p, 90) }, []ruleCase{
 		{"f32 transpose", []int64{8192, 8192}, []int64{1, 8192}, 4, true},
 		{"batched 19×19 f32 transposes", []int64{185897, 19, 19}, []int64{361, 1, 19}, 4, true},
 		{"(0,2,1,3) f32", []int64{45, 182, 45, 182}, []int64{1490580, 182, 33124, 1}, 4, true},
@@ -266,7 +268,11 @@ func TestGatherPays(t *testing.T) {
 		{"f32 4-d reversal", []int64{182, 182, 45, 45}, []int64{1, 182, 33124, 1490580}, 4, false},
 		{"u8 transpose", []int64{16384, 16384}, []int64{1, 16384}, 1, false},
 		{"f16 NHWC→NCHW", []int64{54, 215, 107, 107}, []int64{2461535, 1, 23005, 215}, 2, false},
+		{"f16 transpose", []int64{16384, 16384}, []int64{1, 16384}, 2, false},
 		{"RGB u8 transpose", []int64{13377, 6688, 3}, []int64{3, 40131, 1}, 1, false},
+		// 2-byte items gathered in words (gen.GatherWords): neighbours in
+		// the source at most 2 KiB apart in the destination.
+		{"f16 NCHW→NHWC", []int64{54, 107, 107, 215}, []int64{2461535, 107, 1, 11449}, 2, true},
 		{"12-byte items", []int64{152, 227, 163}, []int64{1, 163, 37001}, 12, false},
 		{"contiguous", []int64{4096, 4096}, nil, 4, false},
 		// Short runs: faster gathered on two NVLinked H100s (seeds 911,
