@@ -43,12 +43,12 @@ type Reshard struct {
 	dst, src   *DistView
 	plan       Plan
 	send, recv *memview.StridedMemoryView
-	// stages are the exchange's chunks (pipeline.go): one, or several
-	// whose packs, exchanges and unpacks overlap on a device.
-	stages []stage
-	keep   *memview.BoundCopy // src box → dst box, nil when none
-	fork   *fork              // where keep runs beside the exchange
-	pipe   *pipe              // where staged packs and unpacks run
+	sendSeg    []Segment
+	recvSeg    []Segment
+	pack       []*memview.BoundCopy // src box → send segment, as plan.Sends
+	unpack     []*memview.BoundCopy // recv segment → dst box, as plan.Recvs
+	keep       *memview.BoundCopy   // src box → dst box, nil when none
+	fork       *fork                // where keep runs beside the exchange
 	// ownSend and ownRecv say whether send and recv are the reshard's own
 	// buffers (from the transport) or views of the local parts' memory.
 	ownSend, ownRecv bool
@@ -108,23 +108,13 @@ func checkReshard(t Transport, dst, src *DistView) error {
 	return nil
 }
 
-// build lays the segments out, allocates the buffers and binds the copies
-// of each stage: one stage where the two local views share memory (src
-// must be read whole before dst is written), else reshardChunks of them.
+// build lays the segments out, allocates the buffers and binds the copies.
 func (r *Reshard) build() error {
 	var err error
-	var sendSeg, recvSeg []Segment
-	if r.send, sendSeg, r.ownSend, err = r.side(r.src, r.plan.Sends); err != nil {
+	if r.send, r.sendSeg, r.pack, r.ownSend, err = r.side(r.src, r.plan.Sends, false); err != nil {
 		return err
 	}
-	if r.recv, recvSeg, r.ownRecv, err = r.side(r.dst, r.plan.Recvs); err != nil {
-		return err
-	}
-	n := 1
-	if !r.src.local.Overlaps(r.dst.local) {
-		n = reshardChunks(tensorBytes(r.src.sh.shape, int64(r.src.dt.Itemsize())), r.t.Size())
-	}
-	if err := r.buildStages(n, sendSeg, recvSeg); err != nil {
+	if r.recv, r.recvSeg, r.unpack, r.ownRecv, err = r.side(r.dst, r.plan.Recvs, true); err != nil {
 		return err
 	}
 	if r.plan.KeepBytes > 0 {
@@ -136,24 +126,34 @@ func (r *Reshard) build() error {
 }
 
 // side returns the exchange buffer of one side of the reshard (the sends
-// from src, or the receives into dst), its segments by peer, and whether
-// the buffer is the reshard's own. Where every box of ts lies in the local
-// view as its segment holds it (dense in C order) and the two local views
-// share no byte, the buffer is the local view's own memory and nothing is
-// copied (direct); else one from the transport, its segments back to back.
-func (r *Reshard) side(dv *DistView, ts []Transfer) (*memview.StridedMemoryView, []Segment, bool, error) {
+// from src when in is false, the receives into dst when in is true), its
+// segments, the copies that pack or unpack them, and whether the buffer is
+// the reshard's own. Where every box of ts lies in the local view as its
+// segment holds it (dense in C order) and the two local views share no
+// byte, the buffer is the local view's own memory and nothing is copied
+// (direct); else one from the transport, its segments back to back.
+func (r *Reshard) side(dv *DistView, ts []Transfer, in bool) (*memview.StridedMemoryView, []Segment, []*memview.BoundCopy, bool, error) {
 	buf, segs, err := r.direct(dv, ts)
 	if err != nil || buf != nil {
-		return buf, segs, false, err
+		return buf, segs, nil, false, err
 	}
 	segs, size, err := segments(r.t.Size(), ts)
 	if err == nil {
 		buf, err = r.alloc(size)
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, nil, false, err
 	}
-	return buf, segs, true, nil
+	what := map[bool]string{false: "pack %v for rank %d: %w", true: "unpack %v from rank %d: %w"}[in]
+	copies := make([]*memview.BoundCopy, 0, len(ts))
+	for _, t := range ts {
+		c, err := r.bindSegment(buf, segs[t.Peer].Off, t.Box, in)
+		if err != nil {
+			return buf, nil, nil, true, fmt.Errorf(what, t.Box, t.Peer, err)
+		}
+		copies = append(copies, c)
+	}
+	return buf, segs, copies, true, nil
 }
 
 // direct returns a 1-D uint8 view of dv's local memory and the segments of
@@ -298,41 +298,28 @@ func (r *Reshard) Run(ctx context.Context, s *cuda.Stream) error {
 	if err != nil {
 		return fmt.Errorf("dist: reshard on rank %d: keep %v: %w", r.plan.Rank, r.plan.Keep, err)
 	}
-	if s != nil && len(r.stages) > 1 {
-		err = r.runPipelined(ctx, s)
-	} else {
-		err = r.runInTurn(ctx, s, side == nil)
-	}
-	if err != nil {
-		return err
-	}
-	if side != nil {
-		return r.fork.join(s)
-	}
-	return nil
-}
-
-// runInTurn queues the stages on s one step after the other: every pack,
-// the kept box (where keep says so: it did not go to the fork), then each
-// stage's exchange and unpacks.
-func (r *Reshard) runInTurn(ctx context.Context, s *cuda.Stream, keep bool) error {
-	for c := range r.stages {
-		if err := r.packs(&r.stages[c], s); err != nil {
-			return err
+	for i, c := range r.pack {
+		if err := c.Copy(s); err != nil {
+			t := r.plan.Sends[i]
+			return fmt.Errorf("dist: reshard on rank %d: pack %v for rank %d: %w", r.plan.Rank, t.Box, t.Peer, err)
 		}
 	}
-	if r.keep != nil && keep {
+	if r.keep != nil && side == nil {
 		if err := r.keep.Copy(s); err != nil {
 			return fmt.Errorf("dist: reshard on rank %d: keep %v: %w", r.plan.Rank, r.plan.Keep, err)
 		}
 	}
-	for c := range r.stages {
-		if err := r.exchange(ctx, &r.stages[c], s); err != nil {
-			return err
+	if err := r.t.AllToAll(ctx, r.send, r.recv, r.sendSeg, r.recvSeg, s); err != nil {
+		return fmt.Errorf("dist: reshard on rank %d: exchange: %w", r.plan.Rank, err)
+	}
+	for i, c := range r.unpack {
+		if err := c.Copy(s); err != nil {
+			t := r.plan.Recvs[i]
+			return fmt.Errorf("dist: reshard on rank %d: unpack %v from rank %d: %w", r.plan.Rank, t.Box, t.Peer, err)
 		}
-		if err := r.unpacks(&r.stages[c], s); err != nil {
-			return err
-		}
+	}
+	if side != nil {
+		return r.fork.join(s)
 	}
 	return nil
 }
@@ -373,9 +360,6 @@ func (r *Reshard) Close() error {
 	var errs []error
 	if r.fork != nil {
 		errs = append(errs, r.fork.close())
-	}
-	if r.pipe != nil {
-		errs = append(errs, r.pipe.close())
 	}
 	for i, v := range []*memview.StridedMemoryView{r.send, r.recv} {
 		if v != nil && [2]bool{r.ownSend, r.ownRecv}[i] {
