@@ -83,7 +83,7 @@ type TileConfig struct {
 func tileConfig(sig layout.Signature, k Knobs) TileConfig {
 	r, c := tilegeom.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)
-	return TileConfig{Rows: r, Cols: c, Threads: k.Threads, WordCols: k.WordCols && s < 4 && (s*int(sig.Vec))%4 == 0}
+	return TileConfig{Rows: r, Cols: c, Threads: k.Threads, WordCols: k.WordCols && s < 4 && s&(s-1) == 0 && (s*int(sig.Vec))%4 == 0}
 }
 
 // Name returns the kernel's extern "C" name, which spells the signature so a

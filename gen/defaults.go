@@ -30,12 +30,16 @@ const DefaultMaxNDim = 6
 //     16-byte pieces whatever the element).
 //   - tile, bcast, btile: rank ≥ 2 (a rank-1 broadcast of a stride-0 src is
 //     a fill; a rank-1 copy transposes nothing).
-//   - tile: every src-fastest position 0..nd-2.
+//   - tile: every src-fastest position 0..nd-2; 3-byte items too, in
+//     vectors of four (layout's tileVector).
 func DefaultSet() []layout.Signature {
 	var out []layout.Signature
 	vecs := func(item uint8) []uint8 {
-		if item >= 16 {
+		switch {
+		case item >= 16:
 			return []uint8{1}
+		case item == 3:
+			return []uint8{1, 4} // the tile takes 3-byte items in vectors of 4 only
 		}
 		return []uint8{1, 16 / item}
 	}
@@ -45,8 +49,11 @@ func DefaultSet() []layout.Signature {
 				continue
 			}
 			items := DefaultItemsizes
-			if cls == layout.ClassBoxTile {
+			switch cls {
+			case layout.ClassBoxTile:
 				items = BoxItemsizes
+			case layout.ClassTile:
+				items = append(items[:len(items):len(items)], 3)
 			}
 			for _, idx := range []bool{false, true} {
 				for _, item := range items {
@@ -55,6 +62,9 @@ func DefaultSet() []layout.Signature {
 						vs = vs[:1]
 					}
 					for _, v := range vs {
+						if cls == layout.ClassTile && item == 3 && v != 4 {
+							continue
+						}
 						fasts := []uint8{0}
 						if cls == layout.ClassTile {
 							fasts = fasts[:0]

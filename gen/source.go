@@ -134,6 +134,11 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.SWM = 0
 		if vb&(vb-1) == 0 {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1
+		} else if n := tc.Cols / v; n&(n-1) == 0 {
+			// Vectors of three words: rows VEC apart lie a multiple of 32
+			// words apart, so a warp's column reads need the whole row of
+			// vectors swizzled (3·(c^rb) falls in distinct banks).
+			d.SWM = n - 1
 		}
 	case layout.ClassBoxTile:
 		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements

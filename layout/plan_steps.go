@@ -224,8 +224,8 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 		return // long runs, moved in elements of 4 bytes or more
 	}
 	if f := tileFast(j); f >= 0 {
-		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
-		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
+		vd := tileVecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
+		vs := tileVecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
 		v := min(vd, vs)
 		rows, cols := tilegeom.TileEdges(int(item), int(v))
 		if tileVector(item, v) && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
@@ -273,15 +273,44 @@ func tileFast(j *joint) int {
 }
 
 // tileVector reports whether the vector tile serves items of item bytes in
-// vectors of v. Items whose size is not a power of two (12 bytes) go to the
-// box tile, which moves 4-byte-aligned items as words; the vector tile
-// would move them one at a time (0.67-0.74x the box tile on an H100).
-// Vectors narrower than 8 bytes go there too, except those of 4 bytes that
-// pack 1- or 2-byte items: single floats in 32×32 tiles ran 0.62-1.42x the
-// box tile (six of ten cases slower), four bytes and two halves in 64×64
-// tiles 1.11-1.37x.
+// vectors of v. Items whose size is not a power of two go to the box tile,
+// which moves 4-byte-aligned items as words, where the vector tile would
+// move them one at a time (12-byte items: 0.67-0.74x the box tile on an
+// H100); but four 3-byte items make a vector of three words, which the
+// vector tile moves whole and transposes in registers a byte at a time,
+// where the box tile stores every item byte by byte. Vectors narrower than
+// 8 bytes go there too, except those of 4 bytes that pack 1- or 2-byte
+// items: single floats in 32×32 tiles ran 0.62-1.42x the box tile (six of
+// ten cases slower), four bytes and two halves in 64×64 tiles 1.11-1.37x.
 func tileVector(item, v int64) bool {
+	if item == 3 {
+		return v == 4
+	}
 	return item&(item-1) == 0 && (v*item >= 8 || (item < 4 && v*item >= 4))
+}
+
+// tileVecWidth is vecWidth for the vector tile, whose vectors need only
+// their natural alignment: the largest power of two dividing their bytes
+// (all of them for items whose size is a power of two; 4 for the 12-byte
+// vectors of four 3-byte items, whose starts then all lie at multiples of
+// 4 bytes from an aligned view).
+func tileVecWidth(e1, e2, item, off, align int64, others1, others2 []int64) int64 {
+	g := uint64(e1) | uint64(e2)
+	for _, s := range others1 {
+		g |= uabs(s)
+	}
+	for _, s := range others2 {
+		g |= uabs(s)
+	}
+	v := int64(1)
+	for v*2*item <= MaxVectorBytes && g&uint64(v*2-1) == 0 {
+		a := v * 2 * item & -(v * 2 * item)
+		if off%a != 0 || align%a != 0 {
+			break
+		}
+		v *= 2
+	}
+	return v
 }
 
 // tileFits reports whether an extent e fills at least five eighths of the

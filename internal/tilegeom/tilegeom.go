@@ -44,6 +44,8 @@ func TileEdges(item, vec int) (rows, cols int) {
 		return 64, 64
 	case vec == 2 && vb <= 8:
 		return 64, 64
+	case vb == 12:
+		return 64, 64
 	}
 	return 32, 32
 }
