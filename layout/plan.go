@@ -128,8 +128,11 @@ const (
 //     Shape[NDim-1] and Shape[Fast]; every dst stride but
 //     DstStrides[NDim-1], and every src stride but
 //     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are
-//     multiples of Vec·Itemsize, and so are both buffer alignments. So dst is
-//     accessed in vectors along dim NDim-1 and src along dim Fast.
+//     multiples of the largest power of two dividing Vec·Itemsize (all of it
+//     where Itemsize is a power of two; 4 for the 12-byte vectors of 3-byte
+//     items, the one other Itemsize the tile takes, with Vec 4), and so are
+//     both buffer alignments. So dst is accessed in vectors along dim
+//     NDim-1 and src along dim Fast.
 //   - ClassBoxTile: NDim ≤ MaxBoxNDim, no src stride is 0, len(Tile) ==
 //     NDim with 1 ≤ Tile[k] ≤ Shape[k], and the tile's data (the product of
 //     Tile times Itemsize) and its run tables fit the 48 KiB of shared
