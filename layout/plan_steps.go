@@ -208,7 +208,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 		}
 		if ds[n-1] == 1 && ss[n-1] == 0 {
 			// Vectorised dst writes of a repeated src element.
-			p.Sig.Vec = uint8(vecWidth(shape[n-1], 0, item, p.DstOffset, aD, ds[:n-1], nil))
+			p.Sig.Vec = uint8(vecWidth(shape[n-1], 0, item, p.DstOffset, aD, ds[:n-1], nil, false))
 		}
 		return
 	}
@@ -224,8 +224,8 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 		return // long runs, moved in elements of 4 bytes or more
 	}
 	if f := tileFast(j); f >= 0 {
-		vd := tileVecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil)
-		vs := tileVecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:])
+		vd := vecWidth(shape[n-1], shape[f], item, p.DstOffset, aD, ds[:n-1], nil, true)
+		vs := vecWidth(shape[f], shape[n-1], item, p.SrcOffset, aS, ss[:f], ss[f+1:], true)
 		v := min(vd, vs)
 		rows, cols := tilegeom.TileEdges(int(item), int(v))
 		if tileVector(item, v) && tileFits(shape[n-1], int64(rows)) && tileFits(shape[f], int64(cols)) {
@@ -289,30 +289,6 @@ func tileVector(item, v int64) bool {
 	return item&(item-1) == 0 && (v*item >= 8 || (item < 4 && v*item >= 4))
 }
 
-// tileVecWidth is vecWidth for the vector tile, whose vectors need only
-// their natural alignment: the largest power of two dividing their bytes
-// (all of them for items whose size is a power of two; 4 for the 12-byte
-// vectors of four 3-byte items, whose starts then all lie at multiples of
-// 4 bytes from an aligned view).
-func tileVecWidth(e1, e2, item, off, align int64, others1, others2 []int64) int64 {
-	g := uint64(e1) | uint64(e2)
-	for _, s := range others1 {
-		g |= uabs(s)
-	}
-	for _, s := range others2 {
-		g |= uabs(s)
-	}
-	v := int64(1)
-	for v*2*item <= MaxVectorBytes && g&uint64(v*2-1) == 0 {
-		a := v * 2 * item & -(v * 2 * item)
-		if off%a != 0 || align%a != 0 {
-			break
-		}
-		v *= 2
-	}
-	return v
-}
-
 // tileFits reports whether an extent e fills at least five eighths of the
 // tiles of edge t that cover it: else a box tile, which folds dims and cuts
 // them evenly, serves the dim better. Measured on an H100 (seeds 179, 181
@@ -328,9 +304,14 @@ func tileFits(e, t int64) bool {
 }
 
 // vecWidth returns the largest power of two v with v·item ≤ MaxVectorBytes
-// that divides e1 and e2 (e2 == 0: ignored), every stride of others1 and
-// others2, and with off (bytes) and align multiples of v·item.
-func vecWidth(e1, e2, item, off, align int64, others1, others2 []int64) int64 {
+// that divides e1 and e2 (e2 == 0: ignored) and every stride of others1 and
+// others2, with off (bytes) and align multiples of v·item, or, where
+// natural is set, of the largest power of two dividing v·item: the vector
+// tile's vectors need only their natural alignment (the same for items
+// whose size is a power of two; 4 for the 12-byte vectors of four 3-byte
+// items, whose starts then all lie at multiples of 4 bytes from an aligned
+// view).
+func vecWidth(e1, e2, item, off, align int64, others1, others2 []int64, natural bool) int64 {
 	g := uint64(e1) | uint64(e2)
 	for _, s := range others1 {
 		g |= uabs(s)
@@ -339,7 +320,14 @@ func vecWidth(e1, e2, item, off, align int64, others1, others2 []int64) int64 {
 		g |= uabs(s)
 	}
 	v := int64(1)
-	for v*2*item <= MaxVectorBytes && g&uint64(v*2-1) == 0 && off%(v*2*item) == 0 && align%(v*2*item) == 0 {
+	for v*2*item <= MaxVectorBytes && g&uint64(v*2-1) == 0 {
+		a := v * 2 * item
+		if natural {
+			a &= -a
+		}
+		if off%a != 0 || align%a != 0 {
+			break
+		}
 		v *= 2
 	}
 	return v
