@@ -242,12 +242,12 @@ func gatherPays(p *layout.Plan, arch int) bool {
 
 // gatherWordReuse is the most bytes d items of 2 bytes may hold for
 // gatherPays to gather them in words. On two NVLinked H100s (stridebench
-// peer, named cases and seed 1051) NCHW→NHWC f16 (d·2 = 430 bytes) ran 27
-// points faster one way plus both ways gathered in words; the f16
-// transpose and NHWC→NCHW f16 (32 KiB and 22 KiB) lost 30-40 points. The
-// RGB u8 transpose (d = 1) gathered 21 points faster in words of 4 bytes
-// but 18 slower in the words of 16 bytes that 1-byte gathers use, so
-// 1-byte items keep the other clauses.
+// peer, named cases and seed 1051) NCHW→NHWC f16 (d·2 = 430 bytes) ran 26
+// points faster one way plus both ways gathered in words of 16 bytes; the
+// f16 transpose and NHWC→NCHW f16 (32 KiB and 22 KiB) lost 32-34 points.
+// The RGB u8 transpose (d = 1) gathered 21 points faster in words of 4
+// bytes but 18-24 slower in the words of 16 bytes that 1-byte gathers use,
+// so 1-byte items keep the other clauses.
 const gatherWordReuse = 2 << 10
 
 // wordGather reports whether the gather kernel on a device of compute
