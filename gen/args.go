@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
@@ -204,28 +205,47 @@ func newArgWriter(buf []byte, spec []argField, nd int) argWriter {
 
 // put writes field name with values vs (one per entry).
 func (w *argWriter) put(name string, vs ...int64) {
-	if w.err != nil {
-		return
-	}
-	if w.i >= len(w.spec) {
-		w.err = fmt.Errorf("%w: %s written after the last field", ErrArgs, name)
+	if w.err != nil || w.i >= len(w.spec) || !w.spec[w.i].fits(name, len(vs), w.nd) {
+		w.mismatch(name, len(vs))
 		return
 	}
 	f := &w.spec[w.i]
-	if len(vs) != f.count(w.nd) || f.Name != name {
-		w.err = fmt.Errorf("%w: field %d is %s[%d], the packer wrote %s[%d]", ErrArgs, w.i, f.Name, f.count(w.nd), name, len(vs))
+	w.i++
+	if f.Type.size() == 8 {
+		o := alignUp(w.o, 8)
+		b := w.b[o : o+8*len(vs)]
+		for i, v := range vs {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+		}
+		w.o = o + len(b)
 		return
 	}
-	w.i++
-	sz := f.Type.size()
-	w.o = alignUp(w.o, sz)
-	for _, v := range vs {
-		if sz == 8 {
-			binary.LittleEndian.PutUint64(w.b[w.o:], uint64(v))
-		} else {
-			binary.LittleEndian.PutUint32(w.b[w.o:], uint32(v))
-		}
-		w.o += sz
+	o := alignUp(w.o, 4)
+	b := w.b[o : o+4*len(vs)]
+	for i, v := range vs {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	}
+	w.o = o + len(b)
+}
+
+// fits reports whether a field written as name with n values is f, for nd
+// canonical dims. The names the packers write are string constants, which
+// share their bytes with the description's where they are equal, so the
+// usual match costs a pointer comparison.
+func (f *argField) fits(name string, n, nd int) bool {
+	return n == f.count(nd) && len(name) == len(f.Name) && (unsafe.StringData(name) == unsafe.StringData(f.Name) || name == f.Name)
+}
+
+// mismatch records the first field written out of order or with the wrong
+// count (or after the last field); later writes are dropped.
+func (w *argWriter) mismatch(name string, n int) {
+	switch {
+	case w.err != nil:
+	case w.i >= len(w.spec):
+		w.err = fmt.Errorf("%w: %s written after the last field", ErrArgs, name)
+	default:
+		f := &w.spec[w.i]
+		w.err = fmt.Errorf("%w: field %d is %s[%d], the packer wrote %s[%d]", ErrArgs, w.i, f.Name, f.count(w.nd), name, n)
 	}
 }
 
