@@ -19,6 +19,7 @@ func TestArgWriterChecksOrder(t *testing.T) {
 		"short":  func(w *argWriter) { w.put("n", 0, 0, 0, 0) },
 		"extra":  func(w *argWriter) { packRows(w); w.put("shr", 1, 1) },
 		"scalar": func(w *argWriter) { w.put("shape", 1, 1) },
+		"name":   func(w *argWriter) { w.put("n", 0, 0, 0, 0); w.put("shapf", 1, 1) },
 	} {
 		w := newArgWriter(buf, rowsArgs, 2)
 		pack(&w)
@@ -30,6 +31,16 @@ func TestArgWriterChecksOrder(t *testing.T) {
 	packRows(&w)
 	if err := w.done(); err != nil {
 		t.Errorf("a complete block: %v", err)
+	}
+	// A name equal to the field's but not the same constant (its bytes
+	// elsewhere) is the field.
+	w = newArgWriter(buf, rowsArgs, 2)
+	w.put(string([]byte("n")), 0, 0, 0, 0)
+	for _, f := range []string{"shape", "dstride", "sstride", "div", "mul", "shr"} {
+		w.put(string([]byte(f)), 1, 1)
+	}
+	if err := w.done(); err != nil {
+		t.Errorf("a complete block written with names built at run time: %v", err)
 	}
 }
 
