@@ -39,7 +39,7 @@ func DefaultSet() []layout.Signature {
 		case item >= 16:
 			return []uint8{1}
 		case item == 3:
-			return []uint8{1, 4} // the tile takes 3-byte items in vectors of 4 only
+			return []uint8{4} // the tile takes 3-byte items in vectors of 4 only
 		}
 		return []uint8{1, 16 / item}
 	}
@@ -59,12 +59,9 @@ func DefaultSet() []layout.Signature {
 				for _, item := range items {
 					vs := vecs(item)
 					if cls == layout.ClassElementwise || cls == layout.ClassBoxTile || cls == layout.ClassGather {
-						vs = vs[:1]
+						vs = []uint8{1}
 					}
 					for _, v := range vs {
-						if cls == layout.ClassTile && item == 3 && v != 4 {
-							continue
-						}
 						fasts := []uint8{0}
 						if cls == layout.ClassTile {
 							fasts = fasts[:0]

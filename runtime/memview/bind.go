@@ -161,7 +161,7 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	case PathDevice:
 		b.k = &b.kb
 		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
-		if err == nil && gatherBy(localGatherMode, &b.k.Plan, func(p *layout.Plan) bool { return localGatherPays(p, key.dev.Arch()) }) {
+		if err == nil && gatherBy(localGatherMode, &b.k.Plan, key.dev.Arch(), localGatherPays) {
 			b.kb = kernels.Bound{}
 			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
 		}

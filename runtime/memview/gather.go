@@ -64,15 +64,16 @@ const (
 // localGatherPays: for measuring the rule (stridebench run).
 var localGatherMode = os.Getenv("STRIDEKIT_GATHER")
 
-// gatherBy says whether to run a copy planned as p as a gather, under a
-// gather rule and the mode that measures it: "1" gathers every copy that
-// could be a gather, "0" none, anything else those rule picks.
-func gatherBy(mode string, p *layout.Plan, rule func(*layout.Plan) bool) bool {
+// gatherBy says whether to run a copy planned as p, on a device of compute
+// capability arch, as a gather, under a gather rule and the mode that
+// measures it: "1" gathers every copy that could be a gather, "0" none,
+// anything else those rule picks.
+func gatherBy(mode string, p *layout.Plan, arch int, rule func(*layout.Plan, int) bool) bool {
 	switch mode {
 	case "1":
 		return gatherable(p)
 	case "0":
 		return false
 	}
-	return rule(p)
+	return rule(p, arch)
 }

@@ -60,12 +60,12 @@ func TestLocalGatherBinding(t *testing.T) {
 func TestGatherBy(t *testing.T) {
 	perm := planOf(t, []int64{64, 64}, nil, []int64{1, 64}, 4) // a tile
 	flat := planOf(t, []int64{64, 64}, nil, nil, 4)            // a memcpy
-	yes := func(*layout.Plan) bool { return true }
-	no := func(*layout.Plan) bool { return false }
+	yes := func(*layout.Plan, int) bool { return true }
+	no := func(*layout.Plan, int) bool { return false }
 	for _, c := range []struct {
 		mode string
 		p    *layout.Plan
-		rule func(*layout.Plan) bool
+		rule func(*layout.Plan, int) bool
 		want bool
 	}{
 		{"1", perm, no, true},
@@ -75,8 +75,8 @@ func TestGatherBy(t *testing.T) {
 		{"", perm, no, false},
 		{"x", perm, yes, true},
 	} {
-		if got := gatherBy(c.mode, c.p, c.rule); got != c.want {
-			t.Errorf("gatherBy(%q, %v, rule %v) = %v, want %v", c.mode, c.p.Sig, c.rule(c.p), got, c.want)
+		if got := gatherBy(c.mode, c.p, 90, c.rule); got != c.want {
+			t.Errorf("gatherBy(%q, %v, rule %v) = %v, want %v", c.mode, c.p.Sig, c.rule(c.p, 90), got, c.want)
 		}
 	}
 }

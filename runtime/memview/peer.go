@@ -183,7 +183,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // pushPays.
 func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	switch {
-	case gatherBy(gatherMode, &b.k.Plan, func(p *layout.Plan) bool { return gatherPays(p, src.dev.Arch()) }):
+	case gatherBy(gatherMode, &b.k.Plan, src.dev.Arch(), gatherPays):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src)
