@@ -328,3 +328,25 @@ func TestRowsBlockX(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultSetHoldsFoldedRuns: the planner folds common runs of 3
+// bytes into 3-byte items where the vector tile then takes the copy
+// (vectors of four), relying on the default set to hold that tile at
+// every rank, src fast dim and index width, so a fold never waits on a
+// compile the default set would have spared.
+func TestDefaultSetHoldsFoldedRuns(t *testing.T) {
+	have := map[layout.Signature]bool{}
+	for _, s := range DefaultSet() {
+		have[s] = true
+	}
+	for nd := uint8(2); nd <= DefaultMaxNDim; nd++ {
+		for f := uint8(0); f+1 < nd; f++ {
+			for _, idx := range []bool{false, true} {
+				s := layout.Signature{Class: layout.ClassTile, NDim: nd, Fast: f, Itemsize: 3, Vec: 4, Index64: idx}
+				if !have[s] {
+					t.Errorf("default set lacks %v", s)
+				}
+			}
+		}
+	}
+}

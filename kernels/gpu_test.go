@@ -242,6 +242,11 @@ func TestGPUCopies(t *testing.T) {
 		{[]int64{128, 256}, []int{0, 1}, []int{1, 0}, 3},
 		{[]int64{96, 160}, []int{0, 1}, []int{1, 0}, 6},
 		{[]int64{64, 80}, []int{0, 1}, []int{1, 0}, 12},
+		// RGB bytes: a common run of 3 folded into 3-byte items (the
+		// vector tile where aligned, else bytes in a box tile).
+		{[]int64{128, 200, 3}, []int{0, 1, 2}, []int{1, 0, 2}, 1},
+		{[]int64{5, 64, 96, 3}, []int{0, 1, 2, 3}, []int{0, 2, 1, 3}, 1},
+		{[]int64{65, 99, 3}, []int{0, 1, 2}, []int{1, 0, 2}, 1},
 	}
 	for _, f := range fixed {
 		one := []int64{1, 1, 1, 1}[:len(f.shape)]

@@ -243,6 +243,9 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	}
 	aD, aS := alignOf(opt.DstAlign, item), alignOf(opt.SrcAlign, item)
 	recut(&j, aD, aS)
+	if !opt.Gather && transposing(&j) {
+		foldRun(&j, aD, aS)
+	}
 	p.Shape, p.DstStrides, p.SrcStrides = j.shape, j.ds, j.ss
 	p.DstOffset, p.SrcOffset = j.dOff*j.item, j.sOff*j.item
 	p.Volume = 1

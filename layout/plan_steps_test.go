@@ -168,6 +168,68 @@ func TestPropRecut(t *testing.T) {
 	})
 }
 
+// TestPropFoldRun: foldRun keeps the copy's meaning, folds only into the
+// vector tile and, where it does not fold, leaves the form as it was, on
+// permutations of dense byte images with a common innermost run of 2 to 4
+// bytes, some of them offset, strided or unaligned.
+func TestPropFoldRun(t *testing.T) {
+	folded := 0
+	rapid.Check(t, func(t *rapid.T) {
+		// aim: draws the vector tile takes once folded (3-byte runs, tile-
+		// sized fast dims, unit steps, aligned views), else anything.
+		aim := rapid.Bool().Draw(t, "aim")
+		pick := func(label string, aimed int, any []int) int64 {
+			if aim {
+				return int64(aimed)
+			}
+			return int64(rapid.SampledFrom(any).Draw(t, label))
+		}
+		outer := rapid.IntRange(2, 3).Draw(t, "outer")
+		run := pick("run", 3, []int{3, 3, 2, 4})
+		step := pick("step", 1, []int{1, 1, 2})
+		a := pick("align", 16, []int{1, 4, 16})
+		shape := make([]int64, outer)
+		for k := range shape {
+			shape[k] = int64(rapid.IntRange(2, 12).Draw(t, "e"))
+			if k < 2 && (aim || rapid.Bool().Draw(t, "tile-sized")) {
+				shape[k] = 4 * int64(rapid.IntRange(10, 17).Draw(t, "e/4"))
+			}
+		}
+		perm := rapid.Permutation([]int{0, 1, 2}[:outer]).Draw(t, "perm")
+		j := joint{item: 1, dOff: run * pick("dst off", 0, []int{0, 1, 4}), sOff: run * pick("src off", 4, []int{0, 1, 4})}
+		ds, ss := make([]int64, outer), make([]int64, outer)
+		d, s := run, run*step
+		for k := outer - 1; k >= 0; k-- {
+			ds[k], d = d, d*shape[k]
+			ss[perm[k]], s = s, s*shape[perm[k]]
+		}
+		j.shape, j.ds, j.ss = append(shape, run), append(ds, 1), append(ss, 1)
+		orderDims(&j)
+		coalesce(&j)
+		recut(&j, a, a)
+		if !transposing(&j) {
+			return
+		}
+		want, before := j.pairs(), slices.Clone(j.shape)
+		bd, bs, bo := slices.Clone(j.ds), slices.Clone(j.ss), [2]int64{j.dOff, j.sOff}
+		foldRun(&j, a, a)
+		if err := samePairs(want, j.pairs()); err != nil {
+			t.Fatal(err)
+		}
+		if j.item == 3 {
+			folded++
+			if _, _, ok := tileOf(&j, a, a); !ok {
+				t.Fatalf("folded into %v, which the vector tile does not take", j.shape)
+			}
+		} else if !slices.Equal(j.shape, before) || !slices.Equal(j.ds, bd) || !slices.Equal(j.ss, bs) || bo != [2]int64{j.dOff, j.sOff} {
+			t.Fatalf("unfolded form changed: %v %v %v -> %v %v %v", before, bd, bs, j.shape, j.ds, j.ss)
+		}
+	})
+	if folded == 0 {
+		t.Error("no draw folded")
+	}
+}
+
 // TestPropBoxTile checks chooseTile's post-conditions: extents within the
 // dims, the data within the cap, the shared memory within what a block
 // gets, and at most tilegeom.MaxRagged ragged dims outside either side's
