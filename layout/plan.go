@@ -75,8 +75,11 @@ const (
 //     whose natural alignment is not available, are split into an inner
 //     unit-stride dim of such elements. Items of 3, 5, 6, 7 and 9..15
 //     bytes outside a contiguous run stay opaque elements.
-//  7. classify: the class, and its vector width or tile (below).
-//  8. fitsInt32: 32-bit index arithmetic where every offset fits.
+//  7. foldRun: a transposition whose innermost dim is a run of 3 bytes
+//     contiguous in both views (an interleaved RGB image) becomes one of
+//     3-byte items where the vector tile then takes it.
+//  8. classify: the class, and its vector width or tile (below).
+//  9. fitsInt32: 32-bit index arithmetic where every offset fits.
 //
 // # Classes
 //
