@@ -98,7 +98,8 @@ const (
 //     and src fast dim Fast (src stride 1) both fill the tile kernel's tiles
 //     (32 to 128 elements a side, by vector width; each extent fills at
 //     least five eighths of the tiles that cover it) and allow vectors of
-//     at least 8 bytes on both sides (4 for items of 1 and 2 bytes): the
+//     at least 8 bytes on both sides (4 for items of 1 and 2 bytes; single
+//     4-byte items where both fast extents exceed 96): the
 //     tiled kernel with vector accesses and register transposes.
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
@@ -127,7 +128,8 @@ const (
 //   - ClassTile: DstStrides[NDim-1] == 1, SrcStrides[Fast] == 1,
 //     SrcStrides[NDim-1] != 1, Fast is the slowest canonical dim with src
 //     stride 1, Shape[NDim-1] and Shape[Fast] ≥ TileMinExtent, no src stride
-//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4): Vec divides
+//     is 0, and Vec·Itemsize ≥ 8 (≥ 4 for Itemsize < 4, and Vec 1 for
+//     Itemsize 4 where Shape[NDim-1] and Shape[Fast] exceed 96): Vec divides
 //     Shape[NDim-1] and Shape[Fast]; every dst stride but
 //     DstStrides[NDim-1], and every src stride but
 //     SrcStrides[Fast], is a multiple of Vec; DstOffset and SrcOffset are

@@ -26,18 +26,24 @@ func ExamplePlanCopy() {
 	fmt.Println(p.Sig)
 	fmt.Println(p.Shape, p.DstStrides, p.SrcStrides)
 
-	// A transpose of odd extents cannot use vectors: it is a box tile, each
-	// side read or written in runs of 64 floats.
+	// A transpose of odd extents cannot use vectors: single floats in the
+	// tile kernel where both sides span more than three of its 32-float
+	// tiles, else a box tile, each side read or written in runs of floats.
 	odd, _ := layout.Dense([]int64{301, 299}, 4, layout.C)
 	oddT, _ := layout.Dense([]int64{301, 299}, 4, layout.F)
 	p, _ = layout.PlanCopy(odd, oddT, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+	fmt.Println(p.Sig)
+	thin, _ := layout.Dense([]int64{91, 299}, 4, layout.C)
+	thinT, _ := layout.Dense([]int64{91, 299}, 4, layout.F)
+	p, _ = layout.PlanCopy(thin, thinT, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
 	fmt.Println(p.Sig, p.Tile)
 	// Output:
 	// tile:nd=2,fast=0,item=4,vec=4,idx=32
 	// [128 64] [64 1] [1 128] 32768
 	// elem:nd=2,item=16,vec=1,idx=32
 	// [128 16] [16 1] [25 1]
-	// btile:nd=2,item=4,vec=1,idx=32 [61 60]
+	// tile:nd=2,fast=0,item=4,vec=1,idx=32
+	// btile:nd=2,item=4,vec=1,idx=32 [46 60]
 }
 
 // A copy whose writes cost more than its reads (a destination across a
