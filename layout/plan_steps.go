@@ -248,13 +248,15 @@ func tileOf(j *joint, aD, aS int64) (f int, v int64, ok bool) {
 
 // wideFloats reports whether the vector tile takes single 4-byte items (no
 // wider vector, 32×32 tiles of rows by cols) over fast extents e1 and e2:
-// where each spans more than three tiles. On an H100 (19 copies with
-// odd fast extents, the box tile and the vector tile interleaved twice in
-// one call) the eight such copies ran 0.98-1.24x (2-d transposes with
-// odd sides 1.06-1.21: 165 by 90000 73 -> 88% of memcpy, 64 batched
-// 127 by 1025 80 -> 98%; two 3-d reversals 0.98 and 1.00), those with a
-// fast extent of 96 or less 0.75-1.10x (a 4-d reversal of extents 67 and
-// 79 71 -> 54%), where the box tile's folded dims serve better.
+// where each spans more than three tiles. On an H100 (14 copies of single
+// floats that could take the vector tile, box tile and vector tile
+// interleaved twice in one call) the eight such copies ran 0.98-1.24x
+// (2-d transposes with odd sides 1.06-1.21: 165 by 90000 73 -> 88% of
+// memcpy, 64 batched 127 by 1025 80 -> 98%; two 3-d reversals 0.98 and
+// 1.00), the six with a fast extent of 96 or less 0.75-1.10x (a 4-d
+// reversal of extents 67 and 79 71 -> 54%), where the box tile's folded
+// dims serve better; 14 fresh copies the rule takes ran 1.12x in
+// geometric mean (0.91-1.43).
 func wideFloats(item, v, e1, e2, rows, cols int64) bool {
 	return item == 4 && v == 1 && e1 > 3*rows && e2 > 3*cols
 }
