@@ -69,6 +69,20 @@ type Knobs struct {
 	// swapped in when ready): set where that was measured faster than the
 	// generic kernel.
 	Specialise bool
+	// SpecialiseDims is the fewest canonical dims a signature needs for
+	// Specialise to hold (0: any): KnobsFor clears Specialise for
+	// signatures of fewer, so that a table can specialise the plans of an
+	// item size that gain from it (many dims, whose generic kernel unravels
+	// more indices at run time) and not the ones that lose.
+	SpecialiseDims int
+}
+
+// fitDims clears k.Specialise for a signature of fewer canonical dims than
+// k.SpecialiseDims.
+func (k *Knobs) fitDims(sig layout.Signature) {
+	if int(sig.NDim) < k.SpecialiseDims {
+		k.Specialise = false
+	}
 }
 
 // ErrTuning reports a malformed tuning table.
@@ -112,6 +126,7 @@ var knobTable = [...]struct {
 	{"siblings", func(k *Knobs) int { return b2i(k.Siblings) }, func(k *Knobs, v int) { k.Siblings = v != 0 }},
 	{"gatherword", func(k *Knobs) int { return k.GatherWord }, func(k *Knobs, v int) { k.GatherWord = v }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
+	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 }
 
 func b2i(b bool) int {
@@ -264,6 +279,7 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 	}
 	k = LookupKnobs(tuning.entries, sig, arch)
 	envKnobs(sig, &k)
+	k.fitDims(sig)
 	return k
 }
 
@@ -299,6 +315,7 @@ func LookupKnobs(entries []TuningEntry, sig layout.Signature, arch int) Knobs {
 			}
 		}
 	}
+	k.fitDims(sig)
 	return k
 }
 

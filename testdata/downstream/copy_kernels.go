@@ -178,18 +178,19 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsign
 
 // knobsSkTileNd2F0I4V4I32 are the launch parameters srcSkTileNd2F0I4V4I32 was rendered with.
 var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
-	BlocksPerSM: 1,
-	ElemStore:   false,
-	GatherWord:  0,
-	LoadLanes:   1,
-	Rows:        1,
-	Siblings:    false,
-	Specialise:  false,
-	StoreLanes:  1,
-	Threads:     256,
-	TileBytes:   16384,
-	Unroll:      1,
-	WordCols:    false,
+	BlocksPerSM:    1,
+	ElemStore:      false,
+	GatherWord:     0,
+	LoadLanes:      1,
+	Rows:           1,
+	Siblings:       false,
+	Specialise:     false,
+	SpecialiseDims: 0,
+	StoreLanes:     1,
+	Threads:        256,
+	TileBytes:      16384,
+	Unroll:         1,
+	WordCols:       false,
 }
 
 // srcSkTileNd4F1I2V8I32 is the CUDA source of kernel sk_tile_nd4_f1_i2_v8_i32 (tile:nd=4,fast=1,item=2,vec=8,idx=32).
@@ -321,18 +322,19 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 
 // knobsSkTileNd4F1I2V8I32 are the launch parameters srcSkTileNd4F1I2V8I32 was rendered with.
 var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
-	BlocksPerSM: 1,
-	ElemStore:   false,
-	GatherWord:  0,
-	LoadLanes:   1,
-	Rows:        1,
-	Siblings:    false,
-	Specialise:  false,
-	StoreLanes:  1,
-	Threads:     128,
-	TileBytes:   16384,
-	Unroll:      1,
-	WordCols:    true,
+	BlocksPerSM:    1,
+	ElemStore:      false,
+	GatherWord:     0,
+	LoadLanes:      1,
+	Rows:           1,
+	Siblings:       false,
+	Specialise:     false,
+	SpecialiseDims: 0,
+	StoreLanes:     1,
+	Threads:        128,
+	TileBytes:      16384,
+	Unroll:         1,
+	WordCols:       true,
 }
 
 // srcSkElemNd7I4V1I32 is the CUDA source of kernel sk_elem_nd7_i4_v1_i32 (elem:nd=7,item=4,vec=1,idx=32).
@@ -433,18 +435,19 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned
 
 // knobsSkElemNd7I4V1I32 are the launch parameters srcSkElemNd7I4V1I32 was rendered with.
 var knobsSkElemNd7I4V1I32 = gen.Knobs{
-	BlocksPerSM: 1,
-	ElemStore:   false,
-	GatherWord:  0,
-	LoadLanes:   1,
-	Rows:        4,
-	Siblings:    false,
-	Specialise:  true,
-	StoreLanes:  1,
-	Threads:     256,
-	TileBytes:   16384,
-	Unroll:      1,
-	WordCols:    false,
+	BlocksPerSM:    1,
+	ElemStore:      false,
+	GatherWord:     0,
+	LoadLanes:      1,
+	Rows:           4,
+	Siblings:       false,
+	Specialise:     true,
+	SpecialiseDims: 0,
+	StoreLanes:     1,
+	Threads:        256,
+	TileBytes:      16384,
+	Unroll:         1,
+	WordCols:       false,
 }
 
 // init registers every kernel of this file with the runtime's registry.
