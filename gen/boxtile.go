@@ -103,7 +103,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 // boxLanes returns log2 of the threads per run of the box tile's three
 // phases: a strided src run's elements (lgs), a contiguous src run's words
 // (lgw), a dst run's 16-byte pieces or, with ElemStore or strided dst runs,
-// its elements (lgd). Each is a power of two: the knob's lanes (a warp for
+// its elements (lgd; a specialised kernel's word store, Knobs.WordStore,
+// keeps these lanes). Each is a power of two: the knob's lanes (a warp for
 // elements; four times LoadLanes for words), more when the tile has too few
 // runs to keep the block busy, never more than the run has pieces
 // (elements) or the block has threads.

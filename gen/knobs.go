@@ -69,6 +69,13 @@ type Knobs struct {
 	// swapped in when ready): set where that was measured faster than the
 	// generic kernel.
 	Specialise bool
+	// WordStore makes the box-tile kernel specialised to a plan write
+	// contiguous dst runs of WordStore bytes or more (0: none) in aligned
+	// 4-byte words, each merged from the two items it straddles (the
+	// template's storeWords), for items of 3 bytes or more that are not
+	// whole words (3, 5, 6, 7 bytes...), instead of ElemStore's granules or
+	// 16-byte pieces. The launch (lanes included) is the generic kernel's.
+	WordStore int
 	// SpecialiseDims is the fewest canonical dims a signature needs for
 	// Specialise to hold (0: any): KnobsFor clears Specialise for
 	// signatures of fewer, so that a table can specialise the plans of an
@@ -126,6 +133,7 @@ var knobTable = [...]struct {
 	{"siblings", func(k *Knobs) int { return b2i(k.Siblings) }, func(k *Knobs, v int) { k.Siblings = v != 0 }},
 	{"gatherword", func(k *Knobs) int { return k.GatherWord }, func(k *Knobs, v int) { k.GatherWord = v }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
+	{"wordstore", func(k *Knobs) int { return k.WordStore }, func(k *Knobs, v int) { k.WordStore = v }},
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 }
 
@@ -408,6 +416,8 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
 	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
+	case k.WordStore < 0:
+		return fmt.Errorf("%w: %v: wordstore=%d is negative", ErrTuning, sig, k.WordStore)
 	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:
 		return fmt.Errorf("%w: %v: gatherword=%d is not 0, 4, 8 or 16", ErrTuning, sig, k.GatherWord)
 	}

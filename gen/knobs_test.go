@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stridekit/stridekit/layout"
@@ -30,6 +31,49 @@ func TestSpecialiseDims(t *testing.T) {
 		sig := layout.Signature{Class: layout.ClassElementwise, NDim: uint8(nd), Itemsize: 4, Vec: 1}
 		if got := LookupKnobs(entries, sig, 90).Specialise; got != want {
 			t.Errorf("specialisedims=4, %d dims: Specialise %v, want %v", nd, got, want)
+		}
+	}
+}
+
+// TestWordStoreRendered checks that the word store is compiled into the
+// kernels specialised to a plan of 3-byte items (from dst runs of 512
+// bytes, the table's entry) and into no generic kernel, whose launch the
+// specialised one shares.
+func TestWordStoreRendered(t *testing.T) {
+	shape := []int64{16, 18, 28, 15, 15, 12}
+	dst, err := layout.New(shape, []int64{1360800, 75600, 2700, 180, 12, 1}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := layout.New(shape, []int64{1, 1209600, 16, 6720, 448, 100800}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := layout.PlanCopy(dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+	if err != nil || p.Sig.Class != layout.ClassBoxTile {
+		t.Fatalf("plan %v (%v), want a box tile", p.Sig, err)
+	}
+	k := KnobsFor(p.Sig, 90)
+	if k.WordStore != 512 {
+		t.Fatalf("%v: wordstore=%d, want 512", p.Sig, k.WordStore)
+	}
+	buf := make([]byte, ArgsSize(p.Sig))
+	if _, err := Pack(p.Sig, k, &p, 132, buf); err != nil {
+		t.Fatal(err)
+	}
+	generic, err := Source(p.Sig, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, spec, err := SpecialisedSource(p.Sig, k, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, src, want string
+	}{{"generic", generic, "enum { WS = 0 };"}, {"specialised", spec, "enum { WS = 512 };"}} {
+		if !strings.Contains(c.src, c.want) {
+			t.Errorf("%s kernel of %v lacks %q", c.name, p.Sig, c.want)
 		}
 	}
 }

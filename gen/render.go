@@ -336,6 +336,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.KE, true
 	case "ElemStore":
 		return d.ElemStore, true
+	case "WordStore":
+		return d.WordStore, true
 	case "Pow2":
 		return d.Pow2, true
 	case "GW":

@@ -76,6 +76,7 @@ func TestRenderMatchesTextTemplate(t *testing.T) {
 		k.Unroll = 1 + r.IntN(4)
 		k.WordCols = r.IntN(2) == 0
 		k.ElemStore = r.IntN(2) == 0
+		k.WordStore = []int{0, 4, 512}[r.IntN(3)]
 		if Check(sig) != nil || CheckKnobs(sig, k) != nil {
 			continue
 		}

@@ -42,6 +42,7 @@ type kernelData struct {
 	// ClassBoxTile
 	KE        int          // btile: strided elements a thread loads before it stores them
 	ElemStore bool         // btile: dst runs written one element per thread
+	WordStore int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
 	Pow2      bool         // S is a power of two: one gather case
 	Gather    []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
@@ -144,6 +145,9 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements
 		d.Pow2 = s&(s-1) == 0
 		d.ElemStore = k.ElemStore
+		if s >= 3 && s%4 != 0 {
+			d.WordStore = k.WordStore
+		}
 		d.Gather = gatherCases(s, d.G)
 	case layout.ClassGather:
 		if wordItems(sig, k) > 0 {

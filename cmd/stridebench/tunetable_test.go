@@ -210,7 +210,7 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Siblings: true, GatherWord: 11, Specialise: true, SpecialiseDims: 13}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Siblings: true, GatherWord: 11, Specialise: true, WordStore: 13, SpecialiseDims: 14}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}

@@ -191,6 +191,7 @@ var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	TileBytes:      16384,
 	Unroll:         1,
 	WordCols:       false,
+	WordStore:      0,
 }
 
 // srcSkTileNd4F1I2V8I32 is the CUDA source of kernel sk_tile_nd4_f1_i2_v8_i32 (tile:nd=4,fast=1,item=2,vec=8,idx=32).
@@ -335,6 +336,7 @@ var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	TileBytes:      16384,
 	Unroll:         1,
 	WordCols:       true,
+	WordStore:      0,
 }
 
 // srcSkElemNd7I4V1I32 is the CUDA source of kernel sk_elem_nd7_i4_v1_i32 (elem:nd=7,item=4,vec=1,idx=32).
@@ -448,6 +450,7 @@ var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	TileBytes:      16384,
 	Unroll:         1,
 	WordCols:       false,
+	WordStore:      0,
 }
 
 // init registers every kernel of this file with the runtime's registry.

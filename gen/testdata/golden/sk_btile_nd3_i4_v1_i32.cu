@@ -41,6 +41,7 @@ enum { G = 4 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 0 }; // 1: dst runs written one element per thread
+enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
 struct A {
@@ -541,6 +542,45 @@ __device__ __forceinline__ void storeSiblings(u8* dst, const u8* sm, const A& a,
 		for (int j = lane; j < nw; j += L) siblingWord(q0, sm, s0, t.dElem, j, mu, len, nr, jr, rot);
 	}
 }
+// storeWords writes contiguous dst runs of items of 3 bytes or more that
+// are not whole words in aligned 4-byte words, lanes on consecutive words:
+// a word holds the end of one item and the start of the next, each read
+// from shared memory at any alignment (ldw) and merged in registers. A
+// warp's stores then cover whole sectors, where storeElems writes a
+// granule at a time, S/G stores an item. The words at a run's unaligned
+// ends move byte by byte. Only specialised kernels use it, for dst runs of
+// WS bytes or more: with shorter runs, or with the run's shape read at run
+// time, it was slower than storeElems (measured on an H100, Knobs.WordStore).
+__device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgd;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
+		const I base = c.db + t.dOff[m];
+		u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
+		const int mu = (int)((unsigned long long)p0 & 3), nb = len * S;
+		const int s0 = t.dBase[m] + c.ph;
+		for (int b0 = 4 * lane - mu; b0 < nb; b0 += 4 * L) {
+			const int p = b0 / S, r = b0 - p * S;
+			if (b0 >= 0 && b0 + 4 <= nb) {
+				const int i0 = a.dstep > 0 ? p : len - 1 - p;
+				const u32 v0 = ldw(sm, s0 + t.dElem[i0] + r);
+				u32 v = v0;
+				if (S - r < 4) { // the word ends in the next item
+					const u32 v1 = ldw(sm, s0 + t.dElem[a.dstep > 0 ? p + 1 : len - 2 - p]);
+					const int k = 8 * (S - r);
+					v = (v0 & ((1u << k) - 1)) | (v1 << k);
+				}
+				*(u32*)(p0 + b0) = v;
+				continue;
+			}
+			for (int b = max(b0, 0); b < min(b0 + 4, nb); b++) {
+				const int q = b / S, i = a.dstep > 0 ? q : len - 1 - q;
+				p0[b] = sm[s0 + t.dElem[i] + (b - q * S)];
+			}
+		}
+	}
+}
 // sk_btile_nd3_i4_v1_i32 copies a transposition through box tiles: each block stages one
 // tile at a time in shared memory. Src run j lands in its own slot, at
 // its slot plus the tile's phase, so that every shared-memory byte has the
@@ -568,6 +608,8 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 		__syncthreads();
 		if (S == 1 && a.gn > 0 && ((unsigned long long)dst & 3) == 0) {
 			storeSiblings(dst, sm, a, t, c);
+		} else if (WS > 0 && a.ld * S >= WS && (a.dstep == 1 || a.dstep == -1)) {
+			storeWords(dst, sm, a, t, c);
 		} else if (!ES && (a.dstep == 1 || a.dstep == -1)) {
 			storePieces(dst, sm, a, t, c);
 		} else {
