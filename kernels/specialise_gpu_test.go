@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -29,6 +30,28 @@ func TestGPUSpecialised(t *testing.T) {
 		n = 2
 	}
 	counts, pass, fail := randomCopies(t, dev, st, r, n, true)
+	// Fixed box tiles of 3-byte items whose dst runs are long enough for
+	// the specialised kernel's word store (the tuning table's wordstore),
+	// at two alignments: the random pairs may draw none.
+	for _, c := range []struct{ shape, ds, ss []int64 }{
+		{[]int64{4, 3, 9, 250}, []int64{6750, 2250, 250, 1}, []int64{6750, 9, 1, 27}},
+		{[]int64{4, 3, 9, 250}, []int64{6750, 2250, 250, 1}, []int64{9, 1, 108, 1080}},
+	} {
+		dl, sl := layouttest.MustNew(t, c.shape, c.ds, 3), layouttest.MustNew(t, c.shape, c.ss, 3)
+		for _, pad := range []int{0, 5} {
+			sig, err := runCase(t, dev, st, r, gpuCase{name: "wordstore", dl: dl, sl: sl, padD: pad, padS: 2 * pad, spec: true})
+			if err == nil && sig.Class != layout.ClassBoxTile {
+				err = fmt.Errorf("%v ← %v: plan %v, want a box tile", dl, sl, sig)
+			}
+			if err != nil {
+				fail++
+				t.Error(err)
+				continue
+			}
+			pass++
+			counts[sig.Class.String()]++
+		}
+	}
 	t.Logf("specialised copies: %d passed, %d failed; by class: %v", pass, fail, counts)
 	if counts[layout.ClassBoxTile.String()] == 0 {
 		t.Error("no box-tile plan among the pairs")
