@@ -201,18 +201,24 @@ func randomCopies(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand,
 			}
 			c.spec = spec
 			sig, err := runCase(t, dev, st, r, c)
-			if err != nil {
-				fail++
-				if fail <= 10 {
-					t.Error(err)
-				}
-				continue
-			}
-			pass++
-			counts[sig.Class.String()]++
+			tally(t, counts, &pass, &fail, sig, err)
 		}
 	}
 	return counts, pass, fail
+}
+
+// tally records the outcome of one GPU copy planned as sig: a pass, counted
+// by class, or a failure (the first 10 reported).
+func tally(t *testing.T, counts map[string]int, pass, fail *int, sig layout.Signature, err error) {
+	t.Helper()
+	if err != nil {
+		if *fail++; *fail <= 10 {
+			t.Error(err)
+		}
+		return
+	}
+	*pass++
+	counts[sig.Class.String()]++
 }
 
 // TestGPUCopies runs random copies of every class and itemsize 1, 2, 4, 8,
@@ -256,13 +262,7 @@ func TestGPUCopies(t *testing.T) {
 		sl, _ := layout.New(f.shape, pairgen.Strides(f.shape, f.sOrd, one, nil), f.item)
 		for _, pad := range [][2]int{{0, 0}, {f.item, 0}, {0, f.item}} {
 			sig, err := runCase(t, dev, st, r, gpuCase{name: "fixed", dl: dl, sl: sl, padD: pad[0], padS: pad[1]})
-			if err != nil {
-				fail++
-				t.Error(err)
-				continue
-			}
-			pass++
-			counts[sig.Class.String()]++
+			tally(t, counts, &pass, &fail, sig, err)
 		}
 	}
 	var ks []string

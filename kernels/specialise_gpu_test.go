@@ -43,13 +43,7 @@ func TestGPUSpecialised(t *testing.T) {
 			if err == nil && sig.Class != layout.ClassBoxTile {
 				err = fmt.Errorf("%v ← %v: plan %v, want a box tile", dl, sl, sig)
 			}
-			if err != nil {
-				fail++
-				t.Error(err)
-				continue
-			}
-			pass++
-			counts[sig.Class.String()]++
+			tally(t, counts, &pass, &fail, sig, err)
 		}
 	}
 	t.Logf("specialised copies: %d passed, %d failed; by class: %v", pass, fail, counts)

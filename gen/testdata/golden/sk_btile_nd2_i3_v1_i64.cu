@@ -364,6 +364,11 @@ __device__ __forceinline__ void loadStridedItems(u8* sm, const u8* src, const A&
 		}
 	}
 }
+// runLow returns the lowest byte of a contiguous dst run of len items whose
+// first item lies off items from dst and whose items step by step (±1).
+__device__ __forceinline__ u8* runLow(u8* dst, I off, long long step, int len) {
+	return dst + (long long)(step > 0 ? off : off - (len - 1)) * S;
+}
 // gather16 assembles the aligned 16-byte piece of a contiguous dst run of
 // len elements whose first byte is byte b0 of the run, every granule read
 // from shared memory (run base sa, element offsets tB).
@@ -498,8 +503,7 @@ __device__ __forceinline__ void storePieces(u8* dst, const u8* sm, const A& a, c
 	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
 		int m, lane, len;
 		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
-		const I base = c.db + t.dOff[m];
-		u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
+		u8* const p0 = runLow(dst, c.db + t.dOff[m], a.dstep, len);
 		const int nb = len * S;
 		const u8* const sa = sm + t.dBase[m] + c.ph;
 		for (int b0 = lane * 16 - (int)((unsigned long long)p0 & 15); b0 < nb; b0 += L * 16) {
@@ -660,8 +664,7 @@ __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, co
 	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
 		int m, lane, len;
 		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
-		const I base = c.db + t.dOff[m];
-		u8* const p0 = dst + (long long)(a.dstep > 0 ? base : base - (len - 1)) * S;
+		u8* const p0 = runLow(dst, c.db + t.dOff[m], a.dstep, len);
 		const int mu = (int)((unsigned long long)p0 & 3), nb = len * S;
 		const int s0 = t.dBase[m] + c.ph;
 		for (int b0 = 4 * lane - mu; b0 < nb; b0 += 4 * L) {
