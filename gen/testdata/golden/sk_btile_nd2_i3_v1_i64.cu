@@ -294,8 +294,12 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
 		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
-			// The steps every lane of the run takes, UE at a time, then the
-			// last lanes' one more (storeElems says why).
+			// The steps every lane of the run takes, UE at a time (storeElems
+			// says why), then the rest, the fewer than UE steps left and the
+			// last lanes' one more, as one unrolled step whose words past
+			// the lane's count are skipped: no loop branch and no 64-bit
+			// step a word (docs/design.md, "Later trials that did not pay",
+			// says why storeElems keeps its loop).
 			const int kf = nw >> a.lgw;
 			const u8* g = g0 + 4 * lane;
 			int k = 0;
@@ -303,9 +307,10 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 			for (; k + UE <= kf; k += UE, g += 4 * UE * L)
 #pragma unroll
 				for (int u = 0; u < UE; u++) cpa4(e + (g + 4 * u * L - p), g + 4 * u * L);
-#pragma unroll 1
-			for (; k < kf; k++, g += 4 * L) cpa4(e + (g - p), g);
-			if (lane < nw - (kf << a.lgw)) cpa4(e + (g - p), g);
+			const int rest = kf - k + (lane < nw - (kf << a.lgw) ? 1 : 0);
+#pragma unroll
+			for (int u = 0; u < UE; u++)
+				if (u < rest) cpa4(e + (g + 4 * u * L - p), g + 4 * u * L);
 			continue;
 		}
 		for (int x = lane; x < nw; x += L) {
@@ -528,11 +533,13 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 }
 // storeElems writes dst runs one element per thread (strided runs, or ES),
 // each thread's elements L apart (jump bytes in dst). The lanes of a run
-// first take the steps all of them take, UE at a time, then the last
-// lanes one more: a loop of each lane's own length, which the compiler
-// unrolls where L is a constant (the specialised tier), split each
-// unrolled step of a warp whose lanes' lengths differed in two, and ran
-// 1- and 2-byte copies up to 1.5 times slower.
+// first take the steps all of them take, UE at a time, then the rest (the
+// fewer than UE steps left, and the last lanes' one more) as one unrolled
+// step whose elements past the lane's length are skipped: a loop of each
+// lane's own length, which the compiler unrolls where L is a constant
+// (the specialised tier), split each unrolled step of a warp whose lanes'
+// lengths differed in two, and ran 1- and 2-byte copies up to 1.5 times
+// slower; a loop for the rest cost a branch and a 64-bit step an element.
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
