@@ -101,13 +101,18 @@ func bareLaunch(k *kernels.Bound, dst, src *memview.StridedMemoryView) (func(st 
 	if k.Kernel == "" {
 		return func(st *cuda.Stream) error { return k.Enqueue(st, d, s) }, nil
 	}
-	fn, err := k.Function()
-	if err != nil {
+	if _, err := k.Function(); err != nil {
 		return nil, err
 	}
 	l := k.Launch
 	d, s = d+cuda.DevicePtr(k.Plan.DstOffset), s+cuda.DevicePtr(k.Plan.SrcOffset)
 	return func(st *cuda.Stream) error {
+		// The kernel the copy launches now: the specialised one once it is
+		// swapped in, as in the copy (Function is an atomic load).
+		fn, err := k.Function()
+		if err != nil {
+			return err
+		}
 		return cuda.Launch(fn, cuda.Dim3(l.Grid), cuda.Dim3(l.Block), l.Shared, st, unsafe.Pointer(&d), unsafe.Pointer(&s), unsafe.Pointer(&k.Args[0]))
 	}, nil
 }
