@@ -2,6 +2,7 @@ package main
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,20 @@ func TestPeerCases(t *testing.T) {
 	}
 	if ps, _ := peerCases(regexp.MustCompile(""), true, randomSpec{}, 0); len(ps) != 0 {
 		t.Errorf("no named and no random: %d cases", len(ps))
+	}
+}
+
+// TestPeerSummaryTorch checks that the summary counts a case as faster
+// than PyTorch by time (PyTorch's time over stridekit's), and reports the
+// count by % of each one's own memcpy beside it: a case faster by time but
+// behind by % (PyTorch's baseline the slower) counts only in the first.
+func TestPeerSummaryTorch(t *testing.T) {
+	ok := func(best, rate, tm float64) *peerCaseResult {
+		return &peerCaseResult{Status: statusOK, PctBest: best, PctBoth: best, TorchRate: rate, TorchTime: tm}
+	}
+	var b strings.Builder
+	peerSummary(&b, []*peerCaseResult{ok(93, 0.99, 1.02), ok(80, 1.1, 1.2), ok(60, 0.8, 0.9), {Status: "error"}})
+	if want := "faster than PyTorch on 2 of 3 (time; 1 by % of each one's own memcpy)"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary %q lacks %q", b.String(), want)
 	}
 }

@@ -522,28 +522,6 @@ def jax_l2():
 # ------------------------------------------------ PyTorch across two devices
 
 
-def wall_time(fn, reps, warmup, sync):
-    """Median seconds per fn() by the wall clock, both devices synchronised
-    around each batch (a cross-device copy orders itself on both devices'
-    streams, so no one stream's events bracket it)."""
-    for _ in range(warmup):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    fn()
-    sync()
-    t1 = time.perf_counter() - t0
-    batch = 1 if t1 >= MIN_BATCH_S else min(MAX_BATCH, int(MIN_BATCH_S / max(t1, 1e-9)) + 1)
-    samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        sync()
-        samples.append((time.perf_counter() - t0) / batch)
-    return median(samples)
-
-
 def run_torch_peer(case, ref, args, l2, ctx):
     """The case's source on cuda:0, its destination on cuda:1: dst.copy_(src)
     against a contiguous cross-device copy of the same bytes (a peer memcpy)."""
@@ -570,9 +548,21 @@ def run_torch_peer(case, ref, args, l2, ctx):
     bad = compare(lambda off, k: db[off : off + k].cpu().numpy(), ref.dst_bytes, ref.windows)
     if bad:
         return {"status": "mismatch", "reason": bad}
-    t = wall_time(lambda: dst.copy_(src), args.reps, args.warmup, sync)
+    # PyTorch queues a cross-device copy on the source device's current
+    # stream (cuda:0), after that stream waits for the destination's: events
+    # on that stream time it as stridebench times its own copies and
+    # cuMemcpyPeer, where the wall clock would add the synchronisation of
+    # both devices to every sample of the copy and of its baseline alike.
+    def ev():
+        return torch.cuda.Event(enable_timing=True)
+
+    def el(s, e):
+        return s.elapsed_time(e) / 1e3
+
     a, b = db[:nbytes], sb[:nbytes]
-    m = wall_time(lambda: a.copy_(b), args.reps, args.warmup, sync)
+    with torch.cuda.device(0):
+        t = event_time(lambda: dst.copy_(src), args.reps, args.warmup, ev, el, sync)
+        m = event_time(lambda: a.copy_(b), args.reps, args.warmup, ev, el, sync)
     del sb, db, src, dst, a, b
     return {"status": "ok", "time_s": t, "memcpy_s": m, "pct_memcpy": 100 * m / t, "verified": True}
 
