@@ -25,3 +25,23 @@ func TestResidentBlocks(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryBandwidth: the peak from the memory clock (kHz) and bus width
+// (bits), two transfers a clock, for the clocks and widths the drivers of
+// an H100 SXM and an H200 report; 0 where they are unknown.
+func TestMemoryBandwidth(t *testing.T) {
+	for _, c := range []struct {
+		d    *Device
+		want int64
+	}{
+		{&Device{memClockKHz: 2619000, busBits: 5120}, 3352320000000},
+		{&Device{memClockKHz: 3201000, busBits: 6144}, 4916736000000},
+		{&Device{busBits: 6144}, 0},
+		{&Device{}, 0},
+		{nil, 0},
+	} {
+		if got := c.d.MemoryBandwidth(); got != c.want {
+			t.Errorf("MemoryBandwidth of %+v = %d, want %d", c.d, got, c.want)
+		}
+	}
+}

@@ -183,7 +183,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 // pushPays.
 func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	switch {
-	case gatherBy(gatherMode, &b.k.Plan, src.dev.Arch(), gatherPays):
+	case gatherBy(gatherMode, &b.k.Plan, src.dev.Arch(), func(p *layout.Plan, arch int) bool { return gatherPays(p, arch, src.dev.MemoryBandwidth()) }):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
 		return b.rebindOn(src.dev, dst, src)
@@ -200,7 +200,10 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 // source's innermost dim share it, d elements apart in the destination.
 //   - Items of 16 bytes always pay.
 //   - Items of 4 and 8 bytes pay while d·32 bytes of sectors fit a slice
-//     of L2 (4 MiB) until their neighbours reuse them.
+//     of L2 (4 MiB) until their neighbours reuse them, and beyond that on
+//     a compute capability 9.x device whose memory moves at least
+//     gatherScatterBandwidth bytes a second (dram; an H200, not an H100):
+//     their sectors, 8 or 4 times the link's bytes, come from memory.
 //   - Items of 1 and 2 bytes (32 or 16 times the link's bytes in sectors)
 //     pay when the runs are common to both views and at least 16 bytes.
 //   - Items of 2 bytes that the gather kernel on a device of compute
@@ -216,9 +219,10 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 //   - Items of other sizes (loads split in pieces) never.
 //
 // The first three were fitted on two NVLinked H100s to 52 cases (50 picked
-// right), the fifth on 64 more, the fourth on the word gathers' run
+// right), the fifth on 64 more, the fourth on the word gathers' run, and
+// the reads beyond L2 on the faster memory on two NVLinked H200s
 // (docs/design.md, "Copies between GPUs").
-func gatherPays(p *layout.Plan, arch int) bool {
+func gatherPays(p *layout.Plan, arch int, dram int64) bool {
 	if !gatherable(p) {
 		return false
 	}
@@ -233,7 +237,7 @@ func gatherPays(p *layout.Plan, arch int) bool {
 	case d > 1 && shortRuns(p) && d <= gatherShortReuse(item):
 		return true
 	case item >= 4:
-		return d <= gatherReuseBytes/32
+		return d <= gatherReuseBytes/32 || (arch/10 == 9 && dram >= gatherScatterBandwidth)
 	case item == 2 && d*item <= gatherWordReuse && wordGather(p, arch):
 		return true
 	}
@@ -311,6 +315,16 @@ var gatherMode = os.Getenv("STRIDEKIT_PEER_GATHER")
 // gatherReuseBytes is the most bytes of source sectors a gather may fetch
 // before their neighbours reuse them (gatherPays).
 const gatherReuseBytes = 4 << 20
+
+// gatherScatterBandwidth is the least memory bandwidth, in bytes a second,
+// with which gatherPays gathers 4- and 8-byte items whose sectors L2 does
+// not keep until their reuse. On two NVLinked H100s (3.35 TB/s) the 4-D
+// f32 reversal ran at 60% of cuMemcpyPeer gathered against 77% as a box
+// tile; on two H200s (4.8 TB/s) at 84% against 77% one way and 82%
+// against 65% both ways, and four random 4- and 8-byte permutations 80-92%
+// against 76-85% (docs/design.md, "Copies between GPUs"). 8-byte items were
+// not timed beyond L2 on H100s, so they keep the L2 bound there.
+const gatherScatterBandwidth = 4e12
 
 // pushPays reports whether a peer copy planned as p, pulled by the
 // rule of peerSide (its source fills its span), runs faster pushed: tile

@@ -257,10 +257,10 @@ func TestPushPays(t *testing.T) {
 
 // TestGatherPays: the named peer cases whose gather was faster on two
 // NVLinked H100s are gathered, those whose gather was slower are not
-// (for a device of compute capability 9.0 and the tuning table's word
-// gathers).
+// (for a device of compute capability 9.0 with an H100's memory bandwidth
+// and the tuning table's word gathers).
 func TestGatherPays(t *testing.T) {
-	checkRule(t, "gatherPays", func(p *layout.Plan) bool { return gatherPays(p, 90) }, []ruleCase{
+	checkRule(t, "gatherPays", func(p *layout.Plan) bool { return gatherPays(p, 90, h100Bandwidth) }, []ruleCase{
 		{"f32 transpose", []int64{8192, 8192}, []int64{1, 8192}, 4, true},
 		{"batched 19×19 f32 transposes", []int64{185897, 19, 19}, []int64{361, 1, 19}, 4, true},
 		{"(0,2,1,3) f32", []int64{45, 182, 45, 182}, []int64{1490580, 182, 33124, 1}, 4, true},
@@ -285,6 +285,49 @@ func TestGatherPays(t *testing.T) {
 		{"u8 5-d permutation, neighbours 62624 apart", []int64{28, 38, 32, 19, 103}, []int64{722, 1, 2082248, 38, 20216}, 1, false},
 		{"f16 6-d permutation of 28-byte runs, neighbours 181350 apart", []int64{13, 14, 13, 50, 9, 31}, []int64{700, 1, 282100, 14, 3667300, 9100}, 2, true},
 	})
+}
+
+// h100Bandwidth and h200Bandwidth are the memory bandwidths of the two
+// GPUs gatherPays was measured on, in bytes a second.
+const h100Bandwidth, h200Bandwidth = 3.35e12, 4.8e12
+
+// TestGatherPaysBeyondL2: gathers whose source sectors L2 does not keep
+// until their reuse (d·32 bytes over 4 MiB), from stridebench peer on two
+// NVLinked H200s (the 4-d reversal, seeds 1201, 1203 and 1207), each a box
+// tile otherwise: 4- and 8-byte items gather only on a compute capability
+// 9.x device with an H200's memory (an H100's lost on the reversal, 77 →
+// 60% of cuMemcpyPeer; 8-byte items were not timed there); 2- and 12-byte
+// items, whose gathers lost, never.
+func TestGatherPaysBeyondL2(t *testing.T) {
+	cases := []struct {
+		c          ruleCase
+		h100, h200 bool
+	}{
+		{ruleCase{"f32 4-d reversal", []int64{182, 182, 45, 45}, []int64{1, 182, 33124, 1490580}, 4, false}, false, true},
+		{ruleCase{"f32 8-d permutation, neighbours 3448500 apart (seed 1201)", []int64{5, 10, 6, 19, 11, 5, 11, 5}, []int64{1, 30, 5, 300, 28500, 5700, 1567500, 313500}, 4, false}, false, true},
+		{ruleCase{"f64 7-d permutation, neighbours 489216 apart (seed 1203)", []int64{17, 8, 4, 13, 12, 14, 7}, []int64{1, 148512, 37128, 2856, 238, 17, 1188096}, 8, false}, false, true},
+		{ruleCase{"f64 6-d permutation, neighbours 374220 apart (seed 1203)", []int64{23, 10, 11, 27, 14, 9}, []int64{1, 23, 782460, 2070, 55890, 230}, 8, false}, false, true},
+		{ruleCase{"f16 6-d permutation, neighbours 1274130 apart (seed 1207)", []int64{26, 13, 27, 22, 15, 11}, []int64{1, 26, 338, 1505790, 100386, 9126}, 2, false}, false, false},
+		{ruleCase{"12-byte 3-d permutation (seed 1207)", []int64{300, 95, 197}, []int64{1, 300, 28500}, 12, false}, false, false},
+	}
+	for _, g := range []struct {
+		name string
+		arch int
+		dram int64
+		want func(h100, h200 bool) bool
+	}{
+		{"H100", 90, h100Bandwidth, func(h100, _ bool) bool { return h100 }},
+		{"H200", 90, h200Bandwidth, func(_, h200 bool) bool { return h200 }},
+		{"H200 memory, compute capability 10.0", 100, h200Bandwidth, func(h100, _ bool) bool { return h100 }},
+		{"unknown bandwidth", 90, 0, func(h100, _ bool) bool { return h100 }},
+	} {
+		for _, c := range cases {
+			rc := c.c
+			rc.name = g.name + ": " + rc.name
+			rc.want = g.want(c.h100, c.h200)
+			checkRule(t, "gatherPays", func(p *layout.Plan) bool { return gatherPays(p, g.arch, g.dram) }, []ruleCase{rc})
+		}
+	}
 }
 
 // ruleCase is a copy into a dense C-order dst of shape from a src with
