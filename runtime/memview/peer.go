@@ -321,7 +321,7 @@ const gatherReuseBytes = 4 << 20
 // not keep until their reuse. On two NVLinked H100s (3.35 TB/s) the 4-D
 // f32 reversal ran at 60% of cuMemcpyPeer gathered against 77% as a box
 // tile; on two H200s (4.8 TB/s) at 84% against 77% one way and 82%
-// against 65% both ways, and four random 4- and 8-byte permutations 80-92%
+// against 65% both ways, and four random 4- and 8-byte permutations 90-92%
 // against 76-85% (docs/design.md, "Copies between GPUs"). 8-byte items were
 // not timed beyond L2 on H100s, so they keep the L2 bound there.
 const gatherScatterBandwidth = 4e12
