@@ -259,7 +259,7 @@ func TestKnobsTable(t *testing.T) {
 // names Get and Set share with the table.
 func TestKnobsLookup(t *testing.T) {
 	sig := mustSig(t, "tile:nd=2,fast=0,item=2,vec=8,idx=32")
-	want := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
+	want := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlockBytes: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
 	if k := LookupKnobs(nil, sig, 90); k != want {
 		t.Errorf("no entries: %+v, want %+v", k, want)
 	}

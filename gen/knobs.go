@@ -31,9 +31,15 @@ type Knobs struct {
 	// many elements of a strided src run of items under 4 bytes before it
 	// stores them (at most 32 registers' worth).
 	Unroll int
-	// BlocksPerSM is how many blocks per multiprocessor the looping grids
-	// of the contiguous and box-tile kernels hold.
-	BlocksPerSM int
+	// BlockBytes is the least tile data, in bytes, one block of the
+	// box-tile kernel moves: a block takes ⌈BlockBytes / the tile's
+	// bytes⌉ tiles in turn (at least one, and fewer where the grid would
+	// then leave multiprocessors without a block), and the grid has as many
+	// blocks as that leaves, which the GPU hands to its multiprocessors as
+	// earlier blocks finish. A grid of as many blocks as fit at once, each
+	// looping over a fixed share of the tiles, left multiprocessors idle
+	// while others finished their last tiles (docs/design.md).
+	BlockBytes int
 	// WordCols makes the tile kernel, for items under 4 bytes, read one
 	// 4-byte word of each of Vec tile rows in its store phase instead of
 	// whole vectors: a quarter of the registers, so more threads fit.
@@ -124,7 +130,7 @@ var knobTable = [...]struct {
 	{"threads", func(k *Knobs) int { return k.Threads }, func(k *Knobs, v int) { k.Threads = v }},
 	{"rows", func(k *Knobs) int { return k.Rows }, func(k *Knobs, v int) { k.Rows = v }},
 	{"unroll", func(k *Knobs) int { return k.Unroll }, func(k *Knobs, v int) { k.Unroll = v }},
-	{"blocks", func(k *Knobs) int { return k.BlocksPerSM }, func(k *Knobs, v int) { k.BlocksPerSM = v }},
+	{"blockbytes", func(k *Knobs) int { return k.BlockBytes }, func(k *Knobs, v int) { k.BlockBytes = v }},
 	{"wordcols", func(k *Knobs) int { return b2i(k.WordCols) }, func(k *Knobs, v int) { k.WordCols = v != 0 }},
 	{"tilebytes", func(k *Knobs) int { return k.TileBytes }, func(k *Knobs, v int) { k.TileBytes = v }},
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
@@ -299,7 +305,7 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 // everything else) for knobs no entry sets. The tuner reads tables other
 // than the one in use through it.
 func LookupKnobs(entries []TuningEntry, sig layout.Signature, arch int) Knobs {
-	k := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
+	k := Knobs{Threads: 256, Rows: 1, Unroll: 1, BlockBytes: 1, TileBytes: layout.DefaultTileBytes, LoadLanes: 1, StoreLanes: 1}
 	// Specificity: arch 4, item 2, vec 1; apply in increasing order, stable.
 	for spec := 0; spec < 8; spec++ {
 		for _, e := range entries {
@@ -410,8 +416,10 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 	switch {
 	case k.Threads < 32 || k.Threads > 1024 || k.Threads%32 != 0:
 		return fmt.Errorf("%w: %v: threads=%d is not a multiple of 32 in 32..1024", ErrTuning, sig, k.Threads)
-	case k.Rows < 1 || k.Rows > 16 || k.Unroll < 1 || k.Unroll > 16 || k.BlocksPerSM < 1 || k.BlocksPerSM > 64:
-		return fmt.Errorf("%w: %v: rows=%d unroll=%d blocks=%d must be in 1..16, 1..16, 1..64", ErrTuning, sig, k.Rows, k.Unroll, k.BlocksPerSM)
+	case k.Rows < 1 || k.Rows > 16 || k.Unroll < 1 || k.Unroll > 16:
+		return fmt.Errorf("%w: %v: rows=%d unroll=%d must be in 1..16", ErrTuning, sig, k.Rows, k.Unroll)
+	case k.BlockBytes < 1 || k.BlockBytes > maxBlockBytes:
+		return fmt.Errorf("%w: %v: blockbytes=%d outside 1..%d", ErrTuning, sig, k.BlockBytes, maxBlockBytes)
 	case !pow2(k.LoadLanes) || k.LoadLanes > 32 || !pow2(k.StoreLanes) || k.StoreLanes > 32:
 		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
 	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
@@ -423,6 +431,9 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 	}
 	return nil
 }
+
+// maxBlockBytes bounds Knobs.BlockBytes: 64 of the largest tiles.
+const maxBlockBytes = 64 * layout.MaxTileBytes
 
 // TuningTable returns the embedded tuning table's text.
 func TuningTable() string { return tuningText }

@@ -77,3 +77,27 @@ func TestWordStoreRendered(t *testing.T) {
 		}
 	}
 }
+
+// TestBoxGrid checks the box tile's grid: a block for every
+// ⌈blockBytes/tileBytes⌉ tiles, never so many tiles a block that a
+// multiprocessor gets none, and at most MaxGridX blocks.
+func TestBoxGrid(t *testing.T) {
+	for _, c := range []struct {
+		ntiles, tileBytes, blockBytes, sm, want int64
+		why                                     string
+	}{
+		{2655, 28000, 16384, 132, 2655, "tiles over blockbytes: one a block"},
+		{6160, 9360, 16384, 132, 3080, "9 KiB tiles: two a block"},
+		{6160, 1024, 16384, 132, 385, "1 KiB tiles: sixteen a block"},
+		{128, 8192, 16384, 132, 128, "two a block would leave multiprocessors idle"},
+		{300, 4096, 16384, 132, 150, "as many a block as leave one a multiprocessor"},
+		{300, 4096, 16384, 0, 75, "multiprocessors unknown"},
+		{1, 64, 16384, 132, 1, "one tile"},
+		{5 << 30, 32768, 1, 132, MaxGridX, "more tiles than a grid has blocks"},
+		{100, 0, 16384, 132, 100, "empty tiles count as one byte"},
+	} {
+		if got := boxGrid(c.ntiles, c.tileBytes, c.blockBytes, c.sm); got != c.want {
+			t.Errorf("boxGrid(%d, %d, %d, %d) = %d, want %d (%s)", c.ntiles, c.tileBytes, c.blockBytes, c.sm, got, c.want, c.why)
+		}
+	}
+}

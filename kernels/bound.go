@@ -129,23 +129,8 @@ func (b *Bound) pack(dev *cuda.Device, name string, k gen.Knobs, buf []byte) err
 	}
 	b.Args = buf[:size:size]
 	l, err := gen.Pack(b.Plan.Sig, k, &b.Plan, sm, b.Args)
-	if err == nil && sm > 0 {
-		l.Grid.X = residentGrid(l.Grid.X, sm, dev.ResidentBlocks(int(l.Block.X), l.Shared))
-	}
 	b.Launch = l
 	return err
-}
-
-// residentGrid cuts grid, the blocks of a kernel that loops over its tiles
-// (gen sizes it for the knobs' blocks on each multiprocessor), to the fit
-// blocks each of the sm multiprocessors holds at once with the launch's
-// shared memory (fit ≤ 0: unknown, grid stays): a block past those would
-// wait for the first wave to finish and then run nearly alone.
-func residentGrid(grid uint32, sm, fit int) uint32 {
-	if fit <= 0 || uint64(grid) <= uint64(sm)*uint64(fit) {
-		return grid
-	}
-	return uint32(sm * fit)
 }
 
 // Enqueue queues the copy on stream s (nil: the legacy default stream)

@@ -7,26 +7,6 @@ import (
 	"github.com/stridekit/stridekit/layout"
 )
 
-func TestResidentGrid(t *testing.T) {
-	for _, c := range []struct {
-		grid    uint32
-		sm, fit int
-		want    uint32
-		why     string
-	}{
-		{1056, 132, 7, 924, "8 blocks an SM asked, 7 fit"},
-		{1056, 132, 8, 1056, "all fit"},
-		{1056, 132, 12, 1056, "more fit than asked"},
-		{40, 132, 1, 40, "fewer tiles than the first wave"},
-		{1056, 132, 0, 1056, "limits unknown"},
-		{1056, 132, -1, 1056, "limits unknown"},
-	} {
-		if got := residentGrid(c.grid, c.sm, c.fit); got != c.want {
-			t.Errorf("residentGrid(%d, %d, %d) = %d, want %d (%s)", c.grid, c.sm, c.fit, got, c.want, c.why)
-		}
-	}
-}
-
 // TestSlab checks that a Bound holds the plan of a copy of gen's default
 // rank in itself (binding allocates nothing of its own) and that a larger
 // rank's plan lies in a slab of its own.

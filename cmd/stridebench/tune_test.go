@@ -88,10 +88,10 @@ func newFakeCost(opt map[string]int, noise float64, seed uint64) *fakeCost {
 	return &fakeCost{opt: opt, noise: noise, r: rand.New(rand.NewPCG(seed, 1))}
 }
 
-var testBoxStart = gen.Knobs{Threads: 256, Rows: 1, Unroll: 1, BlocksPerSM: 8, TileBytes: 16384, LoadLanes: 8, StoreLanes: 2}
+var testBoxStart = gen.Knobs{Threads: 256, Rows: 1, Unroll: 1, BlockBytes: 16384, TileBytes: 16384, LoadLanes: 8, StoreLanes: 2}
 
 func TestCoordinateSearch(t *testing.T) {
-	opt := map[string]int{"threads": 512, "tilebytes": 32768, "loadlanes": 16, "storelanes": 1, "blocks": 4}
+	opt := map[string]int{"threads": 512, "tilebytes": 32768, "loadlanes": 16, "storelanes": 1, "blockbytes": 65536}
 	fc := newFakeCost(opt, 0.003, 1)
 	res, err := coordinateSearch(testBoxStart, btileAxes, searchConfig{Rounds: 3}, fc.measure)
 	if err != nil {
@@ -338,7 +338,7 @@ func TestTuneCmd(t *testing.T) {
 			t.Errorf("table has no %q", s)
 		}
 	}
-	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 14 families", "[1/14] btile/1: from threads=128 tilebytes=32768 loadlanes=8 storelanes=2 blocks=8 unroll=1",
+	for _, s := range []string{"tune: Fake GPU (sm_90, 132 SMs), 14 families", "[1/14] btile/1: from threads=128 tilebytes=32768 loadlanes=8 storelanes=2 blockbytes=16384 unroll=1",
 		"round 1 threads", "-> 512", "[14/14] fill: threads=512 rows=8"} {
 		if !strings.Contains(stderr, s) {
 			t.Errorf("progress has no %q:\n%s", s, stderr)

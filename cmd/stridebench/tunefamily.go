@@ -39,7 +39,7 @@ var (
 		{"tilebytes", []int{8192, 16384, 24576, 32768}},
 		{"loadlanes", []int{4, 8, 16, 32}},
 		{"storelanes", []int{1, 2, 4, 8}},
-		{"blocks", []int{4, 8, 16}},
+		{"blockbytes", []int{1, 16384, 65536}},
 		{"unroll", []int{1, 2, 3}},
 		{"elemstore", []int{0, 1}},
 	}

@@ -68,7 +68,7 @@ func TestRewriteTuning(t *testing.T) {
 	tuned := []gen.TuningEntry{
 		entry(90, layout.ClassElementwise, 0, 0, "threads", 512, "rows", 4),
 		entry(90, layout.ClassTile, 2, 8, "threads", 128, "wordcols", 1),
-		entry(90, layout.ClassBoxTile, 3, 0, "threads", 256, "tilebytes", 24576, "loadlanes", 16, "storelanes", 4, "blocks", 8),
+		entry(90, layout.ClassBoxTile, 3, 0, "threads", 256, "tilebytes", 24576, "loadlanes", 16, "storelanes", 4, "blockbytes", 8192),
 	}
 	note := []string{"first line of the note,", "second."}
 	text, err := rewriteTuning(old, 90, note, tuned)
@@ -89,7 +89,7 @@ func TestRewriteTuning(t *testing.T) {
 		"# sm_90: first line of the note,", "# sm_90: second.",
 		"sm_90 elem * * threads=512 rows=4",
 		"sm_90 tile 2 8 threads=128 wordcols=1",
-		"sm_90 btile 3 * threads=256 blocks=8 tilebytes=24576 loadlanes=16 storelanes=4",
+		"sm_90 btile 3 * threads=256 blockbytes=8192 tilebytes=24576 loadlanes=16 storelanes=4",
 	} {
 		if !strings.Contains(text, "\n"+line+"\n") {
 			t.Errorf("rewritten table has no line %q:\n%s", line, text)
@@ -102,7 +102,7 @@ func TestRewriteTuning(t *testing.T) {
 		"\n# Hand-tuned for an A100.\nsm_80 elem * * threads=128 rows=2\n"
 	parseTable(t, withOthers)
 	rerun := []gen.TuningEntry{
-		entry(90, layout.ClassBoxTile, 3, 0, "threads", 512, "tilebytes", 16384, "loadlanes", 8, "storelanes", 2, "blocks", 16),
+		entry(90, layout.ClassBoxTile, 3, 0, "threads", 512, "tilebytes", 16384, "loadlanes", 8, "storelanes", 2, "blockbytes", 32768),
 		entry(90, layout.ClassElementwise, 0, 0, "threads", 256, "rows", 2),
 	}
 	text2, err := rewriteTuning(withOthers, 90, []string{"re-run."}, rerun)
@@ -210,7 +210,7 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlocksPerSM: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Siblings: true, GatherWord: 11, Specialise: true, WordStore: 13, SpecialiseDims: 14}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, TileBytes: 6, LoadLanes: 7, StoreLanes: 8, ElemStore: true, Siblings: true, GatherWord: 11, Specialise: true, WordStore: 13, SpecialiseDims: 14}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}

@@ -240,9 +240,8 @@ func (d *Device) TotalMemory() int64 {
 // ResidentBlocks returns how many blocks of threads threads, each with
 // shared bytes of dynamic shared memory, one multiprocessor holds at once,
 // as its thread, shared-memory and block limits allow (registers are not
-// counted), or 0 where the driver did not report those limits. A kernel
-// that loops over its work sizes its grid by it: a block beyond what the
-// multiprocessors hold waits for a second wave and runs nearly alone.
+// counted), or 0 where the driver did not report those limits: the
+// blocks of a launch that run at once on each multiprocessor.
 func (d *Device) ResidentBlocks(threads, shared int) int {
 	if d == nil || d.smThreads == 0 || d.smShared == 0 || threads <= 0 || shared < 0 {
 		return 0
