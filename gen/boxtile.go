@@ -28,13 +28,14 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	g := &p.Box
 	src, dst := &g.Src, &g.Dst
 	var chunks [layout.MaxBoxNDim]int64
-	ntiles := int64(1)
+	ntiles, tileBytes := int64(1), int64(sig.Itemsize)
 	for d := range nd {
 		if t := p.Tile[d]; t < 1 || t > p.Shape[d] {
 			return Launch{}, fmt.Errorf("%w: tile %v of shape %v", ErrPlan, p.Tile, p.Shape)
 		}
 		chunks[d] = ceilDiv(p.Shape[d], p.Tile[d])
 		ntiles *= chunks[d]
+		tileBytes *= p.Tile[d]
 	}
 	sl := g.Shared
 	if sl.Total > tilegeom.MaxBoxSharedBytes || sl.Total == 0 {
@@ -92,7 +93,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	w.put("gdiv", sb.div[:]...)
 	w.divisors(layout.Signature{}, "gmul", "gshr", sb.div[:]) // 32-bit: the kernel divides group numbers
 	w.put("gds", sb.stride)
-	gx := boxGrid(ntiles, tileData(p), int64(k.BlockBytes), int64(smCount))
+	gx := boxGrid(ntiles, tileBytes, int64(k.BlockBytes), int64(smCount))
 	l := Launch{Grid: Dim3{X: uint32(gx), Y: 1, Z: 1}, Block: Dim3{X: uint32(k.Threads), Y: 1, Z: 1}, Shared: int(sl.Total)}
 	return l, w.done()
 }
@@ -118,15 +119,6 @@ func boxGrid(ntiles, tileBytes, blockBytes, sm int64) int64 {
 		per = min(per, max(ntiles/sm, 1))
 	}
 	return min(ceilDiv(ntiles, per), MaxGridX)
-}
-
-// tileData returns the bytes of data in one whole tile of box-tile plan p.
-func tileData(p *layout.Plan) int64 {
-	b := int64(p.Sig.Itemsize)
-	for _, t := range p.Tile {
-		b *= t
-	}
-	return b
 }
 
 // boxLanes returns log2 of the threads per run of the box tile's three
