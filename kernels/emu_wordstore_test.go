@@ -1,0 +1,103 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/stridekit/stridekit/internal/layouttest"
+	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/kernels/jit"
+	"github.com/stridekit/stridekit/layout"
+)
+
+// TestEmulatedWordStore copies, on the CPU, box tiles whose specialised
+// kernels write dst runs in aligned words (the template's storeWords, on
+// with the knob wordstore=16): items of 3, 5, 6 and 7 bytes, dst views 0
+// to 3 bytes into their buffers (6-byte items: 0 and 2), reversed dst
+// runs, a strided source and random pairs of such items. Each fixed case
+// must take the word store, so the test fails if the path goes unused.
+func TestEmulatedWordStore(t *testing.T) {
+	t.Setenv("STRIDEKIT_KNOBS", "btile wordstore=16")
+	r := emuRand(t, 9)
+	type fixed struct {
+		item  int
+		shape []int64
+		perm  []int
+		step  int64 // src stride multiplier (a strided src run)
+		flipD bool  // dst's fastest dim reversed
+	}
+	cases := []fixed{
+		{3, []int64{6, 40, 130}, []int{2, 1, 0}, 1, false},
+		{3, []int64{5, 7, 9, 61}, []int{0, 3, 1, 2}, 1, false},
+		{3, []int64{9, 70, 30}, []int{2, 0, 1}, 1, true},
+		{3, []int64{8, 40, 41}, []int{2, 1, 0}, 2, false},
+		{5, []int64{6, 40, 30}, []int{2, 1, 0}, 1, false},
+		{6, []int64{3, 33, 7, 45}, []int{3, 1, 2, 0}, 1, true},
+		{7, []int64{5, 31, 67}, []int{2, 1, 0}, 1, false},
+	}
+	used := 0
+	for _, c := range cases {
+		ss := layouttest.MustDense(t, c.shape, c.item, c.perm...).Strides()
+		for i := range ss {
+			ss[i] *= c.step
+		}
+		ds := layouttest.MustNew(t, c.shape, nil, c.item).Strides()
+		if c.flipD {
+			n := len(ds) - 1
+			ds[n] = -ds[n]
+		}
+		src := layouttest.MustNew(t, c.shape, ss, c.item)
+		dst := layouttest.MustNew(t, c.shape, ds, c.item)
+		for base := range int64(4) {
+			if base%int64(c.item&-c.item) != 0 {
+				continue // below the item's natural alignment: planned as bytes
+			}
+			pair := pairgen.Pair{Kind: "wordstore", Dst: dst, Src: src, DstBase: base, DstBuf: dst.RequiredSizeInBytes() + base, SrcBuf: src.RequiredSizeInBytes()}
+			p := emuCopyTiles(t, r, pair, true, 4<<10)
+			if !wordStore(t, p) {
+				t.Errorf("%v: plan %v tile %v does not take the word store", pair, p.Sig, p.Tile)
+				continue
+			}
+			used++
+		}
+	}
+	n := 0
+	for tries := 0; n < 12 && tries < 20000; tries++ {
+		c := pairgen.Random(r, 48<<10)
+		if i := c.Dst.Itemsize(); i < 3 || i%4 == 0 {
+			continue
+		}
+		opt := PlanOptions(nil, 0x10000+uintptrOf(int(c.DstBase%256)), 0x10000+uintptrOf(int(c.SrcBase%256)), c.Dst.Itemsize())
+		opt.TileBytes = 4 << 10
+		p, err := layout.PlanCopy(c.Dst, c.Src, opt)
+		if err != nil || !wordStore(t, p) {
+			continue
+		}
+		emuCopyTiles(t, r, c, true, 4<<10)
+		n++
+	}
+	if n < 12 {
+		t.Errorf("only %d random pairs took the word store", n)
+	}
+	t.Logf("%d fixed copies and %d random pairs through the word store", used, n)
+}
+
+// wordStore reports whether the specialised kernel of box-tile plan p
+// writes its dst runs in words (the template's choice: items that are not
+// whole words, contiguous dst runs of the knob's bytes or more).
+func wordStore(t *testing.T, p layout.Plan) bool {
+	t.Helper()
+	if p.Sig.Class != layout.ClassBoxTile {
+		return false
+	}
+	k, err := jit.For(p.Sig, 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := int64(p.Sig.Itemsize)
+	d := &p.Box.Dst
+	switch {
+	case k.Knobs.WordStore == 0 || item%4 == 0 || d.RunLen*item < int64(k.Knobs.WordStore):
+		return false
+	}
+	return d.Step == 1 || d.Step == -1
+}
