@@ -429,13 +429,11 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 }
 // storeElems writes dst runs one element per thread (strided runs, or ES),
 // each thread's elements L apart (jump bytes in dst). The lanes of a run
-// first take the steps all of them take, UE at a time, then the rest, the
-// fewer than UE steps left and the last lanes' one more, as one unrolled
-// step whose elements past the lane's count are skipped (as loadWords
-// does). A loop of each lane's own length, which the compiler unrolls
-// where L is a constant (the specialised tier), split each unrolled step
-// of a warp whose lanes' lengths differed in two, and ran 1- and 2-byte
-// copies up to 1.5 times slower.
+// first take the steps all of them take, UE at a time, then the last
+// lanes one more: a loop of each lane's own length, which the compiler
+// unrolls where L is a constant (the specialised tier), split each
+// unrolled step of a warp whose lanes' lengths differed in two, and ran
+// 1- and 2-byte copies up to 1.5 times slower.
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
@@ -451,10 +449,9 @@ __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, co
 		for (; k + UE <= kf; k += UE, q += UE * jump, e += UE * L)
 #pragma unroll
 			for (int u = 0; u < UE; u++) storeElem(q + u * jump, sa + e[u * L]);
-		const int rest = kf - k + (lane < len - (kf << a.lgd) ? 1 : 0);
-#pragma unroll
-		for (int u = 0; u < UE; u++)
-			if (u < rest) storeElem(q + u * jump, sa + e[u * L]);
+#pragma unroll 1
+		for (; k < kf; k++, q += jump, e += L) storeElem(q, sa + *e);
+		if (lane < len - (kf << a.lgd)) storeElem(q, sa + *e);
 	}
 }
 // Sibling words. Where src's first run dim a is a tile dim outside the dst
