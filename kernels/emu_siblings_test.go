@@ -68,24 +68,9 @@ func TestEmulatedSiblings(t *testing.T) {
 		}
 	}
 	// Random pairs of 1-byte items: those whose plans take the path.
-	n := 0
-	for tries := 0; n < 12 && tries < 20000; tries++ {
-		c := pairgen.Random(r, 48<<10)
-		if c.Dst.Itemsize() != 1 {
-			continue
-		}
-		opt := PlanOptions(nil, 0x10000+uintptrOf(int(c.DstBase%256)), 0x10000+uintptrOf(int(c.SrcBase%256)), c.Dst.Itemsize())
-		opt.TileBytes = 4 << 10
-		p, err := layout.PlanCopy(c.Dst, c.Src, opt)
-		if err != nil || siblingRuns(t, p) == 0 {
-			continue
-		}
-		emuCopyTiles(t, r, c, n%4 == 0, 4<<10)
-		n++
-	}
-	if n < 12 {
-		t.Errorf("only %d random pairs took the sibling store", n)
-	}
+	n := emuRandomOn(t, r, 12, "the sibling store", func(c pairgen.Pair, p layout.Plan) bool {
+		return c.Dst.Itemsize() == 1 && siblingRuns(t, p) > 0
+	}, func(i int) bool { return i%4 == 0 })
 	t.Logf("%d fixed copies on the path listed and %d random pairs through the sibling store", used, n)
 }
 

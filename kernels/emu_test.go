@@ -36,6 +36,30 @@ func emuCopyTiles(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, tileByt
 	return emuCopyWith(t, r, c, spec, func(o *layout.PlanOptions) { o.TileBytes = tileBytes })
 }
 
+// emuRandomOn copies, as emuCopyTiles does with tiles of 4 KiB, want
+// random pairs whose plans takes accepts (the i-th of them specialised
+// where spec(i)) and returns how many it copied; fewer in 20,000 tries fail
+// the test (path names what takes looks for).
+func emuRandomOn(t *testing.T, r *rand.Rand, want int, path string, takes func(pairgen.Pair, layout.Plan) bool, spec func(i int) bool) int {
+	t.Helper()
+	n := 0
+	for tries := 0; n < want && tries < 20000; tries++ {
+		c := pairgen.Random(r, 48<<10)
+		opt := PlanOptions(nil, 0x10000+uintptrOf(int(c.DstBase%256)), 0x10000+uintptrOf(int(c.SrcBase%256)), c.Dst.Itemsize())
+		opt.TileBytes = 4 << 10
+		p, err := layout.PlanCopy(c.Dst, c.Src, opt)
+		if err != nil || !takes(c, p) {
+			continue
+		}
+		emuCopyTiles(t, r, c, spec(n), 4<<10)
+		n++
+	}
+	if n < want {
+		t.Errorf("only %d random pairs took %s", n, path)
+	}
+	return n
+}
+
 // emuCopyWith is emuCopy with the plan options set sets; it returns the
 // plan.
 func emuCopyWith(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, set func(*layout.PlanOptions)) layout.Plan {

@@ -60,24 +60,10 @@ func TestEmulatedWordStore(t *testing.T) {
 			used++
 		}
 	}
-	n := 0
-	for tries := 0; n < 12 && tries < 20000; tries++ {
-		c := pairgen.Random(r, 48<<10)
-		if i := c.Dst.Itemsize(); i < 3 || i%4 == 0 {
-			continue
-		}
-		opt := PlanOptions(nil, 0x10000+uintptrOf(int(c.DstBase%256)), 0x10000+uintptrOf(int(c.SrcBase%256)), c.Dst.Itemsize())
-		opt.TileBytes = 4 << 10
-		p, err := layout.PlanCopy(c.Dst, c.Src, opt)
-		if err != nil || !wordStore(t, p) {
-			continue
-		}
-		emuCopyTiles(t, r, c, true, 4<<10)
-		n++
-	}
-	if n < 12 {
-		t.Errorf("only %d random pairs took the word store", n)
-	}
+	n := emuRandomOn(t, r, 12, "the word store", func(c pairgen.Pair, p layout.Plan) bool {
+		i := c.Dst.Itemsize()
+		return i >= 3 && i%4 != 0 && wordStore(t, p)
+	}, func(int) bool { return true })
 	t.Logf("%d fixed copies and %d random pairs through the word store", used, n)
 }
 
