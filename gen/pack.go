@@ -25,7 +25,8 @@ type Launch struct {
 // Pack writes into buf (at least ArgsSize(sig) bytes) the argument block
 // that sig's kernel, built with knobs k, takes for plan p, and returns how to
 // launch it. smCount is the number of multiprocessors of the device (0:
-// unknown; the box tile's grid leaves none of them without a block). It allocates nothing.
+// unknown; the box tile's grid leaves none of them without a block). It
+// allocates nothing.
 //
 // The kernel's parameters are (dst, src, A): the views' lowest bytes moved
 // by p.DstOffset and p.SrcOffset, and the argument block, whose fields are

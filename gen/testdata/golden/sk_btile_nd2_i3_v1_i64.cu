@@ -533,11 +533,12 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 }
 // storeElems writes dst runs one element per thread (strided runs, or ES),
 // each thread's elements L apart (jump bytes in dst). The lanes of a run
-// first take the steps all of them take, UE at a time, then the last
-// lanes one more: a loop of each lane's own length, which the compiler
-// unrolls where L is a constant (the specialised tier), split each
-// unrolled step of a warp whose lanes' lengths differed in two, and ran
-// 1- and 2-byte copies up to 1.5 times slower.
+// first take the steps all of them take, UE at a time, then the fewer
+// than UE left one at a time, then the last lanes one more. A loop of
+// each lane's own length, which the compiler unrolls where L is a
+// constant (the specialised tier), split each unrolled step of a warp
+// whose lanes' lengths differed in two, and ran 1- and 2-byte copies up
+// to 1.5 times slower.
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
