@@ -285,6 +285,18 @@ def torch_views(case):
     return dt, extra, tail, Lib(lambda x, p: x.permute(*p), lambda x, s: x.expand(*s))
 
 
+def torch_event():
+    """A CUDA event that records time, on the current device."""
+    import torch
+
+    return torch.cuda.Event(enable_timing=True)
+
+
+def torch_elapsed_s(start, end):
+    """Seconds between two recorded torch events (elapsed_time is in ms)."""
+    return start.elapsed_time(end) / 1e3
+
+
 def run_torch(case, ref, args, l2, ctx):
     import torch
 
@@ -310,12 +322,7 @@ def run_torch(case, ref, args, l2, ctx):
     if bad:
         return {"status": "mismatch", "reason": bad}
 
-    def ev():
-        return torch.cuda.Event(enable_timing=True)
-
-    def el(s, e):
-        return s.elapsed_time(e) / 1e3
-
+    ev, el = torch_event, torch_elapsed_s
     copy = rotating([(lambda d=d, s=s: d.copy_(s)) for (_, _, s, d) in pairs])
     mem = rotating([(lambda a=db[:nbytes], b=sb[:nbytes]: a.copy_(b)) for (sb, db, _, _) in pairs])
     t = event_time(copy, args.reps, args.warmup, ev, el, torch.cuda.synchronize)
@@ -553,12 +560,7 @@ def run_torch_peer(case, ref, args, l2, ctx):
     # on that stream time it as stridebench times its own copies and
     # cuMemcpyPeer, where the wall clock would add the synchronisation of
     # both devices to every sample of the copy and of its baseline alike.
-    def ev():
-        return torch.cuda.Event(enable_timing=True)
-
-    def el(s, e):
-        return s.elapsed_time(e) / 1e3
-
+    ev, el = torch_event, torch_elapsed_s
     a, b = db[:nbytes], sb[:nbytes]
     with torch.cuda.device(0):
         t = event_time(lambda: dst.copy_(src), args.reps, args.warmup, ev, el, sync)
