@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/memview"
 )
@@ -126,6 +127,9 @@ func (env *peerEnv) measure(b *built, r *peerCaseResult) error {
 			return err
 		}
 	}
+	if err := settle(ab, ba); err != nil {
+		return err
+	}
 	cp, err := ab.dst.Explain(ab.src)
 	if err != nil {
 		return err
@@ -135,6 +139,24 @@ func (env *peerEnv) measure(b *built, r *peerCaseResult) error {
 		return err
 	}
 	return errors.Join(env.st[0].Synchronize(), env.st[1].Synchronize())
+}
+
+// settle makes the copies of each pair run the kernels a repeated
+// CopyFrom settles on (memview.BoundCopy.Settle) before they are timed,
+// so that no background compile swaps a kernel in mid-measurement. Past
+// the process's limit of specialised kernels a copy stays generic, as a
+// program's would.
+func settle(ps ...*peerArrays) error {
+	for _, a := range ps {
+		bc, err := memview.Bind(a.dst, a.src)
+		if err == nil {
+			err = bc.Settle()
+		}
+		if err != nil && !errors.Is(err, kernels.ErrSpecialiseLimit) {
+			return err
+		}
+	}
+	return nil
 }
 
 // times fills r's times and percentages.

@@ -44,9 +44,44 @@ type binding struct {
 // (gen.Knobs.Specialise), it asks the background compiler for one, which
 // the bound launch switches to when it is ready. It never waits.
 func (b *binding) again() {
-	if b.k != nil && b.k.Knobs.Specialise && !b.asked.Load() && b.asked.CompareAndSwap(false, true) {
-		b.k.SpecialiseLater()
+	if b.k != nil && !b.asked.Load() && b.asked.CompareAndSwap(false, true) {
+		_ = b.specialise(true, false) // queues; returns no error
 	}
+}
+
+// specialise specialises the binding's kernels (the staged pipeline's
+// every pack and unpack kernel besides k): those the tuning table says
+// pay when tuned, else all; in the background (wait false: queued,
+// nothing waited for, no error) or now, returning the first failure.
+func (b *binding) specialise(tuned, wait bool) error {
+	for _, k := range b.kernels() {
+		switch {
+		case tuned && !k.Knobs.Specialise:
+		case !wait:
+			k.SpecialiseLater()
+		default:
+			if err := k.Specialise(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// kernels returns the bound kernels the binding launches: k, or a staged
+// peer copy's packs (where the source is not the image) and unpacks.
+func (b *binding) kernels() []*kernels.Bound {
+	if b.stg == nil {
+		return []*kernels.Bound{b.k}
+	}
+	out := make([]*kernels.Bound, 0, 2*len(b.stg.unpack))
+	for i := range b.stg.unpack {
+		if !b.stg.packDirect {
+			out = append(out, &b.stg.pack[i])
+		}
+		out = append(out, &b.stg.unpack[i])
+	}
+	return out
 }
 
 // bindKey is what a binding depends on: the device, the path, the memory

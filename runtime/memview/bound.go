@@ -127,18 +127,33 @@ func (c *BoundCopy) Kernel() *kernels.Bound {
 
 // Specialise switches the copy, and every copy of views laid out and
 // aligned as these (they share the bound launch), to a kernel compiled for
-// this copy's plan alone, waiting for the compile (kernels.Bound.Specialise):
+// this copy's plan alone (each of a staged peer copy's kernels to its own), waiting for the compile (kernels.Bound.Specialise):
 // for a program that knows a pair will be copied many times and wants the
 // faster kernel from the start, whatever the tuning table says. Copies
 // that launch no kernel have nothing to specialise (nil). It fails, and the
 // copy keeps its generic kernel, when the process's limit of specialised
 // kernels is reached (kernels.ErrSpecialiseLimit) or the compile fails.
 func (c *BoundCopy) Specialise() error {
+	return c.specialise(false)
+}
+
+// Settle waits until the copy runs the kernels a repeated copy settles on:
+// it compiles now the specialised kernels that the tuning table says pay
+// (gen.Knobs.Specialise), which CopyFrom's second copy would queue for the
+// background compiler. For benchmarks, and for programs that warm up
+// before a loop whose first copies must already run at full speed.
+// Failures are Specialise's.
+func (c *BoundCopy) Settle() error {
+	return c.specialise(true)
+}
+
+// specialise is Specialise (every kernel) or Settle (tuned only).
+func (c *BoundCopy) specialise(tuned bool) error {
 	if c.b == nil || c.b.k == nil {
 		return nil
 	}
 	c.b.asked.Store(true)
-	if err := c.b.k.Specialise(); err != nil {
+	if err := c.b.specialise(tuned, true); err != nil {
 		return fmt.Errorf("memview: specialise %v → %v: %w", c.src, c.dst, err)
 	}
 	return nil

@@ -91,7 +91,9 @@ type CopyPlan struct {
 	// pipeline: pack, peer memcpy, unpack); 0 for other copies.
 	Chunks int
 	// Device is the device the kernel runs on (for a staged peer copy,
-	// Kernel is the unpacking kernel, on the destination's device).
+	// Kernel is the first chunk's unpacking kernel, on the destination's
+	// device, or where the destination is the image and nothing is
+	// unpacked, its packing kernel, on the source's).
 	Device *cuda.Device
 }
 
@@ -156,7 +158,7 @@ func explain(path Path, b *binding) CopyPlan {
 	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
 	if path == PathPeer && b.stg != nil {
 		cp.Staged, cp.Temporary, cp.Chunks = true, !b.stg.packDirect || !b.stg.unpackDirect, len(b.stg.chunks)
-		if b.stg.unpackDirect {
+		if b.stg.unpackDirect && b.stg.packDirect {
 			return cp
 		}
 	} else if path != PathDevice && path != PathPeer {

@@ -146,6 +146,7 @@ const pipeMin = 8 << 20
 func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 	dev, other := b.key.dev, b.key.peer
 	b.k = &b.kb
+	var g *pipeGeom
 	err := errPeerStaged
 	if !forceStaged {
 		err = dev.EnablePeerAccess(other)
@@ -158,7 +159,10 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 		if err == nil && dst.span >= peerPolicyMin {
 			err = b.choosePush(dst, src)
 		}
-		if err != nil || !stagePays(&b.k.Plan, b.key.push) {
+		if err != nil {
+			return err
+		}
+		if g, err = b.stageOrNot(dst, src); g == nil || err != nil {
 			return err
 		}
 		// The pipeline's copies run on the source's device and write
@@ -168,13 +172,25 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 			return err
 		}
 	}
-	pp, err := newPeerPipe(dst, src, int(b.key.dstAlign), int(b.key.srcAlign))
+	pp, err := newPeerPipe(dst, src, int(b.key.dstAlign), int(b.key.srcAlign), g)
 	if err != nil {
 		return err
 	}
 	b.stg = pp
 	b.k = &pp.unpack[0]
+	if pp.unpackDirect && !pp.packDirect {
+		b.k = &pp.pack[0] // the kernel is the pack, on the source's device
+	}
 	return nil
+}
+
+// stageOrNot returns the geometry of the staged pipeline (peerGeometry)
+// where the copy bound in b is to be staged (stagePays), else nil.
+func (b *binding) stageOrNot(dst, src *StridedMemoryView) (*pipeGeom, error) {
+	if !stagePays(&b.k.Plan, b.key.push) {
+		return nil, nil
+	}
+	return peerGeometry(dst, src, int(b.key.dstAlign), int(b.key.srcAlign))
 }
 
 // choosePush rebinds a large peer copy, bound where peerSide put it, to be

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
@@ -39,12 +40,17 @@ func peerPairs() int {
 }
 
 // withStaged runs f with peer copies forced through the staged pipeline
-// (as without peer access), in chunks of 4 KiB so that small pairs are cut
-// too, the binding cache emptied before and after.
-func withStaged(f func()) {
+// (as without peer access), the binding cache emptied before and after,
+// cut so that small pairs are cut too: in chunks of 4 KiB, or graded with
+// the costs of cutSmall.
+func withStaged(graded bool, f func()) {
 	forget()
 	forceStaged, pipeTarget = true, 4<<10
-	defer func() { forceStaged, pipeTarget = false, 0; forget() }()
+	restore := func() {}
+	if graded {
+		pipeTarget, restore = 0, cutSmall()
+	}
+	defer func() { forceStaged, pipeTarget = false, 0; restore(); forget() }()
 	f()
 }
 
@@ -134,21 +140,24 @@ func TestGPUPeerPairs(t *testing.T) {
 	}
 	run("direct", n/3)
 	withPolicy(func() { run("policy", n/3) })
-	withStaged(func() { run("staged", n-2*(n/3)) })
+	withStaged(false, func() { run("staged", (n-2*(n/3))/2) })
+	withStaged(true, func() { run("staged", n-2*(n/3)-(n-2*(n/3))/2) })
 	t.Logf("peer pairs served: %v", served)
 }
 
 // TestGPUPeerStagedOneDevice runs the staged peer path (pack, peer memcpy,
 // unpack) between two views of one device, so a one-GPU machine tests it
-// too: the binding is made for PathPeer directly.
+// too: the binding is made for PathPeer directly. Half the pairs are cut
+// in chunks of 4 KiB, half graded (withStaged).
 func TestGPUPeerStagedOneDevice(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	testenv.NeedNVRTC(t)
 	r := rand.New(rand.NewPCG(gpuSeed(t), 13))
 	s := testenv.NewStream(t, dev)
 	ar := [2]*arena{newArena(t, dev, cuda.MemoryDevice, 2<<20+1024), newArena(t, dev, cuda.MemoryDevice, 2<<20+1024)}
-	withStaged(func() {
-		for i := range peerPairs() / 3 {
+	cut, n := 0, peerPairs()/3
+	for i := range n {
+		withStaged(i%2 == 1, func() {
 			c := pairgen.Random(r, 1<<20)
 			dbuf, sbuf := make([]byte, c.DstBuf), make([]byte, c.SrcBuf)
 			pairgen.Poison(dbuf)
@@ -176,8 +185,14 @@ func TestGPUPeerStagedOneDevice(t *testing.T) {
 			if !bytes.Equal(ar[0].get(t, int(c.DstBuf)), want) {
 				t.Fatalf("pair %d %v: wrong result", i, c)
 			}
-		}
-	})
+			if i%2 == 1 && len(b.stg.chunks) >= 3 {
+				cut++
+			}
+		})
+	}
+	if cut < n/20 {
+		t.Errorf("%d of %d graded pairs cut in 3 chunks or more; want %d or more", cut, n-n/2, n/20)
+	}
 }
 
 // TestGPUPeerConcurrent: 32 goroutines copy transposes between two devices
@@ -266,3 +281,57 @@ func peerWorker(devs []*cuda.Device, w, n int, s *cuda.Stream) error {
 
 // asBytes returns the bytes of f.
 func asBytes(f []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(f)*4) }
+
+// TestGPUPeerSettleStaged: Settle on a staged peer copy (two views of one
+// device, graded chunks) specialises every pack and unpack kernel the
+// tuning table specialises, not only the first chunk's, and the copy
+// stays correct on them.
+func TestGPUPeerSettleStaged(t *testing.T) {
+	dev := testenv.NeedGPU(t)
+	testenv.NeedNVRTC(t)
+	s := testenv.NewStream(t, dev)
+	r := rand.New(rand.NewPCG(gpuSeed(t), 17))
+	ar := [2]*arena{newArena(t, dev, cuda.MemoryDevice, 4<<20), newArena(t, dev, cuda.MemoryDevice, 4<<20)}
+	sd, _ := layout.Dense([]int64{48, 80, 100}, 4, layout.C)
+	src, _ := sd.Permute(2, 0, 1) // a box tile of 4-byte items: specialise=1
+	dst, _ := layout.Dense(src.Shape(), 4, layout.C)
+	withStaged(true, func() {
+		dbuf, sbuf := make([]byte, dst.RequiredSizeInBytes()), make([]byte, sd.RequiredSizeInBytes())
+		pairgen.Poison(dbuf)
+		pairgen.Fill(r, sbuf)
+		ar[0].put(t, dbuf)
+		ar[1].put(t, sbuf)
+		dv, sv := ar[0].view(t, 0, dst, layout.Float32), ar[1].view(t, 0, src, layout.Float32)
+		da, sa := aligns(dv, sv, PathDevice)
+		b, err := bindingFor(dv, sv, PathPeer, da, sa, dev)
+		if err != nil || b.stg == nil || len(b.stg.unpack) < 2 {
+			t.Fatalf("binding %v, err %v: want a staged copy of two chunk shapes or more", b, err)
+		}
+		if err := (&BoundCopy{dst: dv, src: sv, path: PathPeer, b: b}).Settle(); err != nil {
+			t.Fatal(err)
+		}
+		tuned := 0
+		for i, k := range b.kernels() {
+			if k.Knobs.Specialise {
+				tuned++
+				if k.Tier() != kernels.TierSpecialised {
+					t.Errorf("kernel %d (%s): %v after Settle", i, k.Kernel, k.Tier())
+				}
+			}
+		}
+		if tuned < 2 {
+			t.Errorf("%d of %d kernels tuned to specialise; want 2 or more", tuned, len(b.kernels()))
+		}
+		if err := peerCopy(dv, sv, b, s, copyConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.Clone(dbuf)
+		naiveCopy(want, dst, sbuf, src)
+		if !bytes.Equal(ar[0].get(t, len(dbuf)), want) {
+			t.Fatal("wrong result on the specialised kernels")
+		}
+	})
+}

@@ -2,6 +2,7 @@ package memview
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -9,68 +10,86 @@ import (
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
-// The staged peer pipeline. The source's compact image C (its shape, dense
-// in its own memory order) is cut into chunks along C's outer dims, each
-// chunk a contiguous block of C and a sub-view of both views. Each chunk
-// goes through three stages: packed from the source into C on the
-// source's device (no kernel when the source is C itself: a gap-free
-// source), moved by cuMemcpyPeerAsync into C's copy on the destination's
-// device, and unpacked from there into the destination (no kernel when the
-// destination is laid out as C). The stages run on three streams (the
+// The staged peer pipeline. The copy's image C holds its elements dense
+// (the source's broadcast dims at stride 0, each distinct element once):
+// laid out as the source where the source is gap-free, as the destination
+// where it is and the source broadcasts nothing, else in the source's
+// memory order (gradedCuts picks by the model of peersched.go). C is cut
+// into chunks along its outermost dim, each chunk a contiguous block of C
+// and a sub-view of both views. Each chunk goes through three stages:
+// packed from the source into C on the source's device (no kernel when
+// the source is C itself), moved by cuMemcpyPeerAsync into C's copy on the
+// destination's device, and unpacked from there into the destination (no
+// kernel when the destination is C). The stages run on three streams (the
 // source device's kernels, its copies, the destination device's kernels),
 // ordered per chunk by events, so that chunk k+1 can cross the link while
-// chunk k is unpacked and chunk k+2 packed: about the link time of the
-// copy's bytes, whatever the layouts, the local passes running at several
-// times the link's bandwidth, less what each chunk's copy costs the copy
-// engines (near 88% of cuMemcpyPeer at best: see docs/design.md). The
-// images are whole (not rings): the copy
-// takes up to its bytes again on each device, for the length of the copy,
-// from the devices' pools of temporaries (cuda.Device.AllocTemp), which
-// keep them mapped from one copy to the next.
+// chunk k is unpacked and chunk k+2 packed. The chunks grow from a small
+// first one where there is a pack and shrink to a small last one where
+// there is an unpack (peersched.go): what overlaps nothing is then small.
+// The images are whole (not rings): the copy takes up to its bytes again
+// on each device, for the length of the copy, from the devices' pools of
+// temporaries (cuda.Device.AllocTemp), which keep them mapped from one
+// copy to the next.
 
-// pipeChunks is about how many chunks a large copy is cut into: enough
-// that the first pack and the last unpack, which overlap nothing, are a
-// small part of the whole, few enough that the host queues the work faster
-// than the link moves it.
+// pipeChunks is about how many chunks a copy is cut into where the
+// schedule is not graded (no image has a dim of two indices to cut along;
+// tests without local copy rates): enough that the first pack and the
+// last unpack, which overlap nothing, are a small part of the whole, few
+// enough that the host queues the work faster than the link moves it.
 const pipeChunks = 8
 
 // peerPipe is a staged peer copy, bound.
 type peerPipe struct {
 	span   int64 // bytes of C
 	chunks []pipeChunk
-	// pack and unpack are the kernels of a whole chunk ([0]) and of the
-	// last chunk of each row of chunks where it is shorter ([1]).
-	pack, unpack             [2]kernels.Bound
+	// pack and unpack are the kernels of each chunk shape (chunks of one
+	// extent per dim share one), the first chunk's at [0].
+	pack, unpack             []kernels.Bound
 	packDirect, unpackDirect bool // C is the source's / destination's own bytes
 }
 
 // pipeChunk is one chunk: the byte offsets of its lowest byte from the
 // source's lowest byte, the destination's and C's start; its bytes; and
-// which of the two shapes it has.
+// the index of its shape.
 type pipeChunk struct {
 	src, dst, img, bytes int64
-	shape                uint8
+	shape                int
 }
 
 // newPeerPipe binds the staged copy src → dst, whose lowest bytes are
-// aligned to dstAlign and srcAlign.
-func newPeerPipe(dst, src *StridedMemoryView, dstAlign, srcAlign int) (*peerPipe, error) {
-	if pipeTargetErr != nil {
-		return nil, pipeTargetErr
-	}
-	g, err := pipeGeometry(dst.l, src.l, dstAlign, srcAlign, pipeTarget)
-	if err != nil {
-		return nil, err
+// aligned to dstAlign and srcAlign, cut as g (nil: pipeGeometry's cut for
+// the devices' local copy rates).
+func newPeerPipe(dst, src *StridedMemoryView, dstAlign, srcAlign int, g *pipeGeom) (*peerPipe, error) {
+	if g == nil {
+		var err error
+		if g, err = peerGeometry(dst, src, dstAlign, srcAlign); err != nil {
+			return nil, err
+		}
 	}
 	pp := &peerPipe{span: g.span, chunks: g.chunks, packDirect: g.packDirect, unpackDirect: g.unpackDirect}
-	for k := range 2 {
-		if g.have[k] {
-			if err := pp.bindShape(k, g.first[k], src.dev, dst.dev, g.aligns); err != nil {
-				return nil, err
-			}
+	pp.pack, pp.unpack = make([]kernels.Bound, len(g.first)), make([]kernels.Bound, len(g.first))
+	for k, subs := range g.first {
+		if err := pp.bindShape(k, subs, src.dev, dst.dev, g.aligns); err != nil {
+			return nil, err
 		}
 	}
 	return pp, nil
+}
+
+// peerGeometry is pipeGeometry for the views' devices: chunks of
+// $STRIDEKIT_PEER_CHUNK bytes where it is set, else the schedule fitted
+// to the local copy rates of the two devices (localRate).
+func peerGeometry(dst, src *StridedMemoryView, dstAlign, srcAlign int) (*pipeGeom, error) {
+	if pipeTargetErr != nil {
+		return nil, pipeTargetErr
+	}
+	rate := func(onSrc bool, d, s layout.Layout) float64 {
+		if onSrc {
+			return localRate(src.dev, d, s)
+		}
+		return localRate(dst.dev, d, s)
+	}
+	return pipeGeometry(dst.l, src.l, dstAlign, srcAlign, pipeTarget, rate)
 }
 
 // pipeGeom is the geometry of a staged copy: C's size, the chunks, the
@@ -80,15 +99,22 @@ func newPeerPipe(dst, src *StridedMemoryView, dstAlign, srcAlign int) (*peerPipe
 type pipeGeom struct {
 	span                     int64
 	chunks                   []pipeChunk
-	first                    [2][4]layout.Layout
-	have                     [2]bool
+	first                    [][4]layout.Layout
 	packDirect, unpackDirect bool
 	aligns                   [3]int
 }
 
+// rateFunc returns the bytes a second a local copy src → dst moves on the
+// source's device (onSrc) or the destination's.
+type rateFunc func(onSrc bool, dst, src layout.Layout) float64
+
 // pipeGeometry cuts the copy sl → dl (lowest bytes aligned to dstAlign and
-// srcAlign) into chunks of about target bytes (0: the default).
-func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*pipeGeom, error) {
+// srcAlign) into chunks: of about target bytes when target > 0; else by
+// the schedule of the image C that the model (pipeModel, with local copy
+// rates from rate) expects fastest, where C has an outermost dim of two
+// indices or more to cut (gradedCuts); else of about 1/pipeChunks of C,
+// 4 MiB at least.
+func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64, rate rateFunc) (*pipeGeom, error) {
 	sl, err := sl.BroadcastTo(dl.Shape()...) // the same lowest byte
 	if err != nil {
 		return nil, err
@@ -97,32 +123,49 @@ func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64) (*
 	if err != nil {
 		return nil, err
 	}
-	span := c.RequiredSizeInBytes()
-	if target <= 0 {
-		target = max(span/pipeChunks, 4<<20)
+	g := &pipeGeom{span: c.RequiredSizeInBytes()}
+	var all [][]layout.Range
+	if target <= 0 && rate != nil {
+		c, all = gradedCuts(dl, sl, g.span, rate)
 	}
-	if c, err = compactOuter(sl, pipeOuter(dl, sl, span, target)); err != nil {
-		return nil, err
-	}
-	g := &pipeGeom{span: span, packDirect: c.Equal(sl), unpackDirect: c.Equal(dl)}
-	ct := cutsOf(c, target)
-	views := [3]layout.Layout{sl, dl, c}
-	g.aligns = [3]int{srcAlign, dstAlign, layout.MaxVectorBytes}
-	for _, ranges := range ct.all() {
-		ch, subs, err := chunkOf(views, ranges)
-		if err != nil {
+	if all == nil {
+		if target <= 0 {
+			target = max(g.span/pipeChunks, 4<<20)
+		}
+		if c, err = compactOuter(sl, pipeOuter(dl, sl, g.span, target)); err != nil {
 			return nil, err
 		}
-		ch.shape = ct.shapeOf(ranges)
-		if !g.have[ch.shape] {
-			g.first[ch.shape], g.have[ch.shape] = subs, true
+		all = cutsOf(c, target).all()
+	}
+	g.packDirect, g.unpackDirect = c.Equal(sl), c.Equal(dl)
+	return g, g.cut([3]layout.Layout{sl, dl, c}, all, [3]int{srcAlign, dstAlign, layout.MaxVectorBytes})
+}
+
+// cut fills g's chunks, shapes and alignments from the chunks' ranges of
+// views (source, destination, C), whose lowest bytes are aligned to
+// aligns.
+func (g *pipeGeom) cut(views [3]layout.Layout, all [][]layout.Range, aligns [3]int) error {
+	g.aligns = aligns
+	shapes := map[string]int{}
+	for _, ranges := range all {
+		ch, subs, err := chunkOf(views, ranges)
+		if err != nil {
+			return err
 		}
+		key := fmt.Sprint(subs[3].Shape())
+		k, ok := shapes[key]
+		if !ok {
+			k = len(g.first)
+			shapes[key] = k
+			g.first = append(g.first, subs)
+		}
+		ch.shape = k
 		for i, off := range [3]int64{ch.src, ch.dst, ch.img} {
 			g.aligns[i] = alignAt(g.aligns[i], off)
 		}
 		g.chunks = append(g.chunks, ch)
 	}
-	return g, nil
+	return nil
 }
 
 // pipeRunBytes is the run, in bytes, from which pipeOuter counts a
@@ -290,15 +333,6 @@ func (ct cuts) all() [][]layout.Range {
 	}
 	rec(0)
 	return out
-}
-
-// shapeOf returns 1 for a chunk whose run is shorter than the others, 0
-// otherwise.
-func (ct cuts) shapeOf(r []layout.Range) uint8 {
-	if ct.split >= 0 && r[ct.split].Stop-r[ct.split].Start < ct.run {
-		return 1
-	}
-	return 0
 }
 
 // run queues the pipeline for src → dst, ordered after the work on s and

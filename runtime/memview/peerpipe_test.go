@@ -15,24 +15,34 @@ import (
 )
 
 // TestPipeGeometry runs the staged peer pipeline's geometry on the host:
-// for random pairs and chunk sizes, each chunk packed from the source into
+// for random pairs, cut in chunks of random sizes or graded (half each),
+// each chunk packed from the source into
 // C, moved as bytes and unpacked into the destination with
 // runtime/hostcopy must give what a plain copy gives, margins untouched;
 // the chunks must tile C exactly, and every chunk's offsets keep the
 // alignments the kernels are bound for.
 func TestPipeGeometry(t *testing.T) {
+	defer cutSmall()()
 	r := rand.New(rand.NewPCG(7, 21))
+	graded := 0
 	for i := range 600 {
 		c := pairgen.Random(r, 64<<10)
 		target := int64(1) << r.IntN(14)
+		var rate rateFunc
+		if i%2 == 1 { // graded chunks, with the costs per copy of a small copy
+			target, rate = 0, constRate(float64(1+r.IntN(6))*pipeBase.link)
+		}
 		dbuf, sbuf := make([]byte, c.DstBuf), make([]byte, c.SrcBuf)
 		pairgen.Poison(dbuf)
 		pairgen.Fill(r, sbuf)
 		want := bytes.Clone(dbuf)
 		naiveCopy(want[c.DstBase:], c.Dst, sbuf[c.SrcBase:], c.Src)
-		g, err := pipeGeometry(c.Dst, c.Src, 16, 16, target)
+		g, err := pipeGeometry(c.Dst, c.Src, 16, 16, target, rate)
 		if err != nil {
 			t.Fatalf("pair %d %v: %v", i, c, err)
+		}
+		if rate != nil && len(g.chunks) >= 3 {
+			graded++
 		}
 		got := bytes.Clone(dbuf)
 		runGeometry(t, g, got[c.DstBase:], sbuf[c.SrcBase:])
@@ -40,6 +50,18 @@ func TestPipeGeometry(t *testing.T) {
 			t.Fatalf("pair %d %v, chunks of %d bytes (%d chunks): wrong result", i, c, target, len(g.chunks))
 		}
 	}
+	if graded < 40 {
+		t.Errorf("%d of 300 graded geometries cut in 3 chunks or more; want 40 or more", graded)
+	}
+}
+
+// cutSmall makes the graded geometry cut small copies as it cuts large
+// ones (a cost per copy of a nanosecond, no least run) until the function
+// it returns restores the model.
+func cutSmall() func() {
+	m, run := pipeBase, pipeMinRun
+	pipeBase.perCopy, pipeMinRun = 1e-9, 1
+	return func() { pipeBase, pipeMinRun = m, run }
 }
 
 // runGeometry moves src (from its lowest byte) into dst (from its lowest
@@ -74,7 +96,7 @@ func runGeometry(t *testing.T, g *pipeGeom, dst, src []byte) {
 func TestPipeCuts(t *testing.T) {
 	d, _ := layout.Dense([]int64{4096, 4096}, 4, layout.C)
 	s, _ := d.Permute(1, 0)
-	g, err := pipeGeometry(d, s, 16, 16, 0)
+	g, err := pipeGeometry(d, s, 16, 16, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +107,7 @@ func TestPipeCuts(t *testing.T) {
 		t.Errorf("packDirect %v unpackDirect %v, want true false", g.packDirect, g.unpackDirect)
 	}
 	small, _ := layout.Dense([]int64{64, 64}, 4, layout.C)
-	if g, _ := pipeGeometry(small, small, 16, 16, 0); len(g.chunks) != 1 {
+	if g, _ := pipeGeometry(small, small, 16, 16, 0, nil); len(g.chunks) != 1 {
 		t.Errorf("a 16 KiB copy in %d chunks, want 1", len(g.chunks))
 	}
 }
@@ -179,18 +201,14 @@ func TestPipeOuter(t *testing.T) {
 		sd, _ := layout.Dense(c.shape, 4, layout.C)
 		s, _ := sd.Permute(c.perm...)
 		d, _ := layout.Dense(s.Shape(), 4, layout.C)
-		g, err := pipeGeometry(d, s, 16, 16, 0)
+		g, err := pipeGeometry(d, s, 16, 16, 0, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(g.chunks) < pipeChunks {
 			t.Errorf("%v perm %v: %d chunks, want %d or more", c.shape, c.perm, len(g.chunks), pipeChunks)
 		}
-		for k, ok := range g.have {
-			if !ok {
-				continue
-			}
-			subs := g.first[k]
+		for k, subs := range g.first {
 			for i, l := range subs {
 				if run := runBytes(l, -1, 0); run < min(pipeRunBytes, runBytes([4]layout.Layout{s, d, d, s}[i], -1, 0)) {
 					t.Errorf("%v perm %v: chunk shape %d, sub-layout %d %v has runs of %d bytes", c.shape, c.perm, k, i, l, run)
