@@ -324,6 +324,27 @@ func (r *Reshard) Run(ctx context.Context, s *cuda.Stream) error {
 	return nil
 }
 
+// Settle compiles, and waits for, the specialised kernels that this
+// rank's copies settle on after a few Runs (memview.BoundCopy.Settle):
+// for benchmarks, and for programs whose first Runs must already run at
+// full speed. It fails with ErrClosed after Close, else as Settle does.
+func (r *Reshard) Settle() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return fmt.Errorf("dist: settle: %w", ErrClosed)
+	}
+	for _, c := range append(append(slices.Clone(r.pack), r.unpack...), r.keep) {
+		if c == nil {
+			continue
+		}
+		if err := c.Settle(); err != nil {
+			return fmt.Errorf("dist: settle: %w", err)
+		}
+	}
+	return nil
+}
+
 // Plan returns what Run does on this rank (a copy).
 func (r *Reshard) Plan() Plan { return r.plan.clone() }
 

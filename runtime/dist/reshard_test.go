@@ -299,11 +299,17 @@ func runAgain(ctx context.Context, t Transport, a, b Sharding) error {
 			}
 		}
 	}
+	if err := rs.Settle(); err != nil { // host copies: nothing to compile
+		return fmt.Errorf("rank %d: Settle: %v", r, err)
+	}
 	if err := rs.Close(); err != nil {
 		return err
 	}
 	if err := rs.Run(ctx, nil); !errors.Is(err, ErrClosed) {
 		return fmt.Errorf("rank %d: Run after Close: %v", r, err)
+	}
+	if err := rs.Settle(); !errors.Is(err, ErrClosed) {
+		return fmt.Errorf("rank %d: Settle after Close: %v", r, err)
 	}
 	return nil
 }
