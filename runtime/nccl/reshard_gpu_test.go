@@ -43,18 +43,20 @@ func TestGPUReshardRandom(t *testing.T) {
 		for k := range shape {
 			shape[k] = 1 + r.Int64N(24)
 		}
-		c := reshardCase{shape, dts[r.IntN(len(dts))], randomSpec(r, rank, m.NDim()), randomSpec(r, rank, m.NDim())}
+		c := reshardCase{shape, dts[r.IntN(len(dts))], randomSpec(r, rank, m.NDim()), randomSpec(r, rank, m.NDim()), i%4 == 3}
 		if err := c.run(ctx, comms, streams, m, r); err != nil {
 			t.Fatalf("case %d %+v on mesh %v: %v", i, c, m, err)
 		}
 	}
 }
 
-// reshardCase is a global shape, a dtype and two specs.
+// reshardCase is a global shape, a dtype and two specs, and whether the
+// reshard settles its kernels (Reshard.Settle) before it runs.
 type reshardCase struct {
 	shape    []int64
 	dt       layout.DType
 	from, to dist.Spec
+	settle   bool
 }
 
 // randomSpec splits at most one dim over each of the mesh's nd axes (or
@@ -153,6 +155,11 @@ func (c reshardCase) rank(ctx context.Context, cm *Comm, s *cuda.Stream, m dist.
 	gv, _ = gv.View(gl, c.dt)
 	if err := src.LoadFrom(wv, s); err != nil {
 		return err
+	}
+	if c.settle {
+		if err := rs.Settle(); err != nil {
+			return err
+		}
 	}
 	if err := rs.Run(ctx, s); err != nil {
 		return err
