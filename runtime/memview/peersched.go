@@ -126,26 +126,10 @@ func localRate(dev *cuda.Device, dst, src layout.Layout) float64 {
 // the schedule fitted to the estimate alone (two H100s); the regret's
 // choice costs the model half a point to a point where the estimate holds.
 func pipeSchedule(m pipeModel, e, per, least int64) ([]int64, float64) {
-	var cands [][]int64
-	for _, q := range []float64{2, 3, 4} {
-		for _, head := range []float64{1.0 / 16, 1.0 / 32, 1.0 / 64, 1.0 / 128} {
-			for body := 1; body <= pipeBodies; body++ {
-				if n := graded(e, least, q, head, body, m.pack > 0, m.unpack > 0); n != nil {
-					cands = append(cands, n)
-				}
-			}
-		}
-	}
-	for body := int64(2); body <= pipeBodies; body++ {
-		if e >= body*least {
-			cands = append(cands, graded(e, least, 2, 1, int(body), false, false))
-		}
-	}
-	cands = append(cands, []int64{e})
-	slow := [2]pipeModel{m, m}
-	for i := 1; i < len(slow); i++ {
-		slow[i].pack, slow[i].unpack = slow[i-1].pack/2, slow[i-1].unpack/2
-	}
+	cands := scheduleCandidates(e, least, m.pack > 0, m.unpack > 0)
+	half := m
+	half.pack, half.unpack = m.pack/2, m.unpack/2
+	models := [2]pipeModel{m, half}
 	times := make([][2]float64, len(cands))
 	best := [2]float64{math.Inf(1), math.Inf(1)}
 	sizes := make([]int64, 0, 64)
@@ -154,22 +138,40 @@ func pipeSchedule(m pipeModel, e, per, least int64) ([]int64, float64) {
 		for _, k := range n {
 			sizes = append(sizes, k*per)
 		}
-		for i := range slow {
-			times[c][i] = slow[i].time(sizes)
+		for i, mi := range models {
+			times[c][i] = mi.time(sizes)
 			best[i] = min(best[i], times[c][i])
 		}
 	}
 	pick, regret := 0, math.Inf(1)
-	for c := range cands {
-		r := 0.0
-		for i := range slow {
-			r = max(r, times[c][i]/best[i])
-		}
-		if r < regret {
+	for c, t := range times {
+		if r := max(t[0]/best[0], t[1]/best[1]); r < regret {
 			pick, regret = c, r
 		}
 	}
 	return cands[pick], times[pick][0]
+}
+
+// scheduleCandidates returns pipeSchedule's candidates for a dim of e
+// indices, no chunk under least: graded ones (growing where up, a pack,
+// shrinking where down, an unpack), equal chunks, and one chunk.
+func scheduleCandidates(e, least int64, up, down bool) [][]int64 {
+	var cands [][]int64
+	for _, q := range []float64{2, 3, 4} {
+		for _, head := range []float64{1.0 / 16, 1.0 / 32, 1.0 / 64, 1.0 / 128} {
+			for body := 1; body <= pipeBodies; body++ {
+				if n := graded(e, least, q, head, body, up, down); n != nil {
+					cands = append(cands, n)
+				}
+			}
+		}
+	}
+	for body := 2; body <= pipeBodies; body++ {
+		if n := graded(e, least, 2, 1, body, false, false); n != nil {
+			cands = append(cands, n)
+		}
+	}
+	return append(cands, []int64{e})
 }
 
 // pipeBodies is the most equal chunks a schedule's body has.
