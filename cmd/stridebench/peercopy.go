@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -210,7 +211,11 @@ func (env *peerEnv) timeOn(i int, op func() error) (float64, error) {
 
 // timeBoth times ops a (queued on device 0's stream) and b (on device 1's)
 // run together: device 1's stream starts after device 0's start event and
-// device 0's end event waits for device 1's work.
+// device 0's end event waits for device 1's work. Each is queued by a
+// goroutine of its own, as a program driving each GPU from its own thread
+// would: from one goroutine, b's work would start only once all of a's is
+// queued, which for a staged copy (several launches, copies and events a
+// chunk) is a good part of its time on the GPU.
 func (env *peerEnv) timeBoth(a, b func() error) (float64, error) {
 	t, err := measure(env.reps, env.wu, func(n int) (time.Duration, error) {
 		if err := env.e0[0].Record(env.st[0]); err != nil {
@@ -219,13 +224,8 @@ func (env *peerEnv) timeBoth(a, b func() error) (float64, error) {
 		if err := env.st[1].WaitEvent(env.e0[0]); err != nil {
 			return 0, err
 		}
-		for range n {
-			if err := a(); err != nil {
-				return 0, err
-			}
-			if err := b(); err != nil {
-				return 0, err
-			}
+		if err := both(n, a, b); err != nil {
+			return 0, err
 		}
 		if err := env.cross[1].Record(env.st[1]); err != nil {
 			return 0, err
@@ -242,6 +242,28 @@ func (env *peerEnv) timeBoth(a, b func() error) (float64, error) {
 		return cuda.ElapsedTime(env.e0[0], env.e1[0])
 	})
 	return t.Median, err
+}
+
+// both calls a and b n times each, a on a goroutine of its own, and
+// returns their first errors.
+func both(n int, a, b func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		for range n {
+			if err := a(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	var errB error
+	for range n {
+		if errB = b(); errB != nil {
+			break
+		}
+	}
+	return errors.Join(<-done, errB)
 }
 
 func (r *peerCaseResult) line() string {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -46,5 +48,21 @@ func TestPeerSummaryTorch(t *testing.T) {
 	peerSummary(&b, []*peerCaseResult{ok(93, 0.99, 1.02), ok(80, 1.1, 1.2), ok(60, 0.8, 0.9), {Status: "error"}})
 	if want := "faster than PyTorch on 2 of 3 (time; 1 by % of each one's own memcpy)"; !strings.Contains(b.String(), want) {
 		t.Errorf("summary %q lacks %q", b.String(), want)
+	}
+}
+
+// TestBoth: both calls each op n times, the two on different goroutines,
+// and returns each one's first error.
+func TestBoth(t *testing.T) {
+	var na, nb atomic.Int32
+	a := func() error { na.Add(1); return nil }
+	b := func() error { nb.Add(1); return nil }
+	if err := both(5, a, b); err != nil || na.Load() != 5 || nb.Load() != 5 {
+		t.Fatalf("err %v, a ran %d times, b %d; want nil, 5, 5", err, na.Load(), nb.Load())
+	}
+	ea, eb := errors.New("a failed"), errors.New("b failed")
+	err := both(3, func() error { return ea }, func() error { return eb })
+	if !errors.Is(err, ea) || !errors.Is(err, eb) {
+		t.Fatalf("err %v, want both ops' errors", err)
 	}
 }
