@@ -39,8 +39,9 @@ type binding struct {
 	asked atomic.Bool
 }
 
-// again notes that the binding serves another copy: the first time, where
-// the tuning table says a kernel specialised to the plan pays
+// again notes that the binding serves another copy: the first time, for
+// each of its kernels (a staged peer copy has one a side and chunk shape)
+// whose tuning says a kernel specialised to its plan pays
 // (gen.Knobs.Specialise), it asks the background compiler for one, which
 // the bound launch switches to when it is ready. It never waits.
 func (b *binding) again() {

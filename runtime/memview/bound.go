@@ -127,9 +127,10 @@ func (c *BoundCopy) Kernel() *kernels.Bound {
 
 // Specialise switches the copy, and every copy of views laid out and
 // aligned as these (they share the bound launch), to a kernel compiled for
-// this copy's plan alone (each of a staged peer copy's kernels to its own), waiting for the compile (kernels.Bound.Specialise):
-// for a program that knows a pair will be copied many times and wants the
-// faster kernel from the start, whatever the tuning table says. Copies
+// this copy's plan alone (each of a staged peer copy's kernels to its
+// own), waiting for the compile (kernels.Bound.Specialise): for a program
+// that knows a pair will be copied many times and wants the faster kernel
+// from the start, whatever the tuning table says. Copies
 // that launch no kernel have nothing to specialise (nil). It fails, and the
 // copy keeps its generic kernel, when the process's limit of specialised
 // kernels is reached (kernels.ErrSpecialiseLimit) or the compile fails.
