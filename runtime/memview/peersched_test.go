@@ -145,3 +145,19 @@ func TestLeastIndices(t *testing.T) {
 		t.Errorf("reversed view's dim 0: %d indices, want 32", got)
 	}
 }
+
+// TestLocalRate: the model's local rate of a plannable copy is positive
+// (with no device, 2e12 bytes a second of memory), lower for a box tile
+// of bytes than for a plain copy, and 0 for a pair that cannot be planned.
+func TestLocalRate(t *testing.T) {
+	d, _ := layout.Dense([]int64{64, 64, 64}, 1, layout.C)
+	rev, _ := d.Permute(2, 1, 0)
+	plain, btile := localRate(nil, d, d), localRate(nil, d, rev)
+	if plain <= 0 || btile <= 0 || btile >= plain {
+		t.Errorf("plain copy %v, u8 reversal %v: want both positive, the reversal slower", plain, btile)
+	}
+	other, _ := layout.Dense([]int64{8, 8}, 1, layout.C)
+	if r := localRate(nil, other, d); r != 0 {
+		t.Errorf("shapes that differ: rate %v, want 0", r)
+	}
+}
