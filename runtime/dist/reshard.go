@@ -334,14 +334,12 @@ func (r *Reshard) Settle() error {
 	if r.closed {
 		return fmt.Errorf("dist: settle: %w", ErrClosed)
 	}
-	for _, cs := range [][]*memview.BoundCopy{r.pack, r.unpack, {r.keep}} {
-		for _, c := range cs {
-			if c == nil {
-				continue
-			}
-			if err := c.Settle(); err != nil {
-				return fmt.Errorf("dist: settle: %w", err)
-			}
+	for _, c := range append(append(slices.Clone(r.pack), r.unpack...), r.keep) {
+		if c == nil {
+			continue
+		}
+		if err := c.Settle(); err != nil {
+			return fmt.Errorf("dist: settle: %w", err)
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package memview
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/stridekit/stridekit/kernels"
@@ -145,18 +146,20 @@ func pipeGeometry(dl, sl layout.Layout, dstAlign, srcAlign int, target int64, ra
 // aligns.
 func (g *pipeGeom) cut(views [3]layout.Layout, all [][]layout.Range, aligns [3]int) error {
 	g.aligns = aligns
+	shapes := map[string]int{}
 	for _, ranges := range all {
 		ch, subs, err := chunkOf(views, ranges)
 		if err != nil {
 			return err
 		}
-		ch.shape = slices.IndexFunc(g.first, func(f [4]layout.Layout) bool {
-			return slices.Equal(f[3].Shape(), subs[3].Shape())
-		})
-		if ch.shape < 0 {
-			ch.shape = len(g.first)
+		key := fmt.Sprint(subs[3].Shape())
+		k, ok := shapes[key]
+		if !ok {
+			k = len(g.first)
+			shapes[key] = k
 			g.first = append(g.first, subs)
 		}
+		ch.shape = k
 		for i, off := range [3]int64{ch.src, ch.dst, ch.img} {
 			g.aligns[i] = alignAt(g.aligns[i], off)
 		}
