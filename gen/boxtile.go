@@ -25,7 +25,10 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	if len(p.Tile) != nd || nd > layout.MaxBoxNDim {
 		return Launch{}, fmt.Errorf("%w: box tile %v for %d dims", ErrPlan, p.Tile, nd)
 	}
-	g := &p.Box
+	g := p.Box
+	if g == nil {
+		return Launch{}, fmt.Errorf("%w: box tile plan without its geometry", ErrPlan)
+	}
 	src, dst := &g.Src, &g.Dst
 	var chunks [layout.MaxBoxNDim]int64
 	ntiles, tileBytes := int64(1), int64(sig.Itemsize)
@@ -185,7 +188,7 @@ type siblings struct {
 // (wordRuns), and src's first run dim lies outside the dst runs.
 func siblingsOf(k Knobs, p *layout.Plan) siblings {
 	off := siblings{dim: -1, div: [2]int64{1, 1}}
-	g := &p.Box
+	g := p.Box
 	if !k.Siblings || p.Sig.Itemsize != 1 || g.Src.NDims == 0 || g.Src.Step == -1 || g.Dst.Step != 1 {
 		return off
 	}

@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -38,15 +39,33 @@ type Bound struct {
 	fn   atomic.Pointer[cuda.Function] // the kernel Enqueue launches: loaded on first use, then maybe the specialised one
 	spec atomic.Pointer[string]        // the specialised kernel's name, once fn is that kernel
 	dev  *cuda.Device
-	// slab holds the plan's slices and the argument block of a copy whose
-	// dst has up to gen.DefaultMaxNDim dims (TestSlab), so that binding one
-	// allocates nothing of its own; a larger rank allocates its slab.
-	slab [112]int64
 }
 
-// slabWords is the size, in int64, of a slab for a canonical form of n
-// dims: four slices of the plan and the largest argument block.
-func slabWords(n int) int { return 4*n + (gen.MaxArgsSize(n)+7)/8 }
+// scratchPlans holds the plans BindInto plans in before it keeps the
+// result in a slab of its exact size (settle): reused, their slices have
+// grown to the ranks planned so far, so planning allocates nothing.
+var scratchPlans = sync.Pool{New: func() any { return new(layout.Plan) }}
+
+// slabWords returns the size, in int64, of the slab that holds plan p's
+// slices and, when p launches a kernel, its argument block (gen.ArgsSize).
+func slabWords(p *layout.Plan) int {
+	w := p.PlanWords()
+	if c := p.Sig.Class; c != layout.ClassNone && c != layout.ClassMemcpy {
+		w += (gen.ArgsSize(p.Sig) + 7) / 8
+	}
+	return w
+}
+
+// settle sets b.Plan to plan p, made in scratch memory, with its slices
+// in one new slab of the exact size (slabWords), and returns the rest of
+// the slab, room for the argument block.
+func (b *Bound) settle(p *layout.Plan) []byte {
+	sl := p.CloneInto(&b.Plan, make([]int64, slabWords(p)))
+	if len(sl) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&sl[0])), 8*len(sl))
+}
 
 // Bind plans the copy of every element of a src view of layout src into a
 // dst view of layout dst on dev, for views whose lowest bytes are aligned
@@ -70,22 +89,22 @@ func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bo
 // the plan options that opts set besides (Gather, say).
 func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int, opts ...PlanOption) error {
 	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
-	// The plan's slices and the argument block in one allocation (a
-	// canonical form has at most one dim more than dst: an item split into
-	// 16-byte elements).
-	n := dst.NDim() + 1
-	sl := b.slab[:]
-	if w := slabWords(n); w <= len(sl) {
-		sl = sl[:w]
-	} else {
-		sl = make([]int64, w)
-	}
-	b.Plan.Shape, b.Plan.DstStrides, b.Plan.SrcStrides, b.Plan.Tile = sl[:0:n], sl[n:n:2*n], sl[2*n:2*n:3*n], sl[3*n:3*n:4*n]
 	opt := planOptions(dev, dstAlign, srcAlign, dst.Itemsize())
-	for _, o := range opts {
-		o(&opt)
+	if len(opts) > 0 {
+		opt = withOptions(opt, opts) // apart, so that opt stays on the stack
 	}
-	if err := layout.PlanCopyInto(&b.Plan, dst, src, opt); err != nil {
+	// Plan in scratch memory, then keep the plan and the argument block in
+	// one allocation of their exact size.
+	p := scratchPlans.Get().(*layout.Plan)
+	err := layout.PlanCopyInto(p, dst, src, opt)
+	var args []byte
+	if err == nil {
+		args = b.settle(p)
+	} else {
+		b.Plan = layout.Plan{Sig: p.Sig} // PlanCopyInto's empty plan
+	}
+	scratchPlans.Put(p)
+	if err != nil {
 		return err
 	}
 	if dev == nil {
@@ -94,7 +113,6 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 	if c := b.Plan.Sig.Class; c == layout.ClassNone || c == layout.ClassMemcpy {
 		return nil
 	}
-	args := unsafe.Slice((*byte)(unsafe.Pointer(&sl[4*n])), 8*(len(sl)-4*n))
 	if fn, k, ok := jit.Default.Loaded(dev, b.Plan.Sig); ok {
 		b.fn.Store(fn) // the usual case: a new pair of a loaded kernel
 		return b.pack(dev, k.Name, k.Knobs, args)
@@ -104,6 +122,14 @@ func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcA
 		return err
 	}
 	return b.pack(dev, k.Name, k.Knobs, args)
+}
+
+// withOptions returns opt with opts applied.
+func withOptions(opt layout.PlanOptions, opts []PlanOption) layout.PlanOptions {
+	for _, o := range opts {
+		o(&opt)
+	}
+	return opt
 }
 
 // BindPlan binds plan p to a kernel the caller loaded itself: fn, named

@@ -1,27 +1,25 @@
 package kernels
 
 import (
+	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/layout"
 )
 
-// TestSlab checks that a Bound holds the plan of a copy of gen's default
-// rank in itself (binding allocates nothing of its own) and that a larger
-// rank's plan lies in a slab of its own.
+// TestSlab checks that a Bound's plan is PlanCopy's, its slices laid one
+// after another in a slab of their own sized to them (the scratch plan it
+// was made in shares nothing with it), for ranks below and above gen's
+// default set.
 func TestSlab(t *testing.T) {
-	var b Bound
-	if w := slabWords(gen.DefaultMaxNDim + 1); w > len(b.slab) {
-		t.Fatalf("slab of %d words, a %d-dim copy needs %d", len(b.slab), gen.DefaultMaxNDim, w)
-	}
-	for _, c := range []struct {
-		nd     int
-		inside bool
-	}{{gen.DefaultMaxNDim, true}, {gen.DefaultMaxNDim + 4, false}} {
-		shape, perm := make([]int64, c.nd), make([]int, c.nd)
+	var kept []*Bound
+	var want []layout.Plan
+	for _, nd := range []int{1, 2, gen.DefaultMaxNDim, gen.DefaultMaxNDim + 4, 3} {
+		shape, perm := make([]int64, nd), make([]int, nd)
 		for i := range shape {
-			shape[i], perm[i] = 3, c.nd-1-i
+			shape[i], perm[i] = int64(3+i), nd-1-i
 		}
 		dst, err := layout.Dense(shape, 4, layout.C)
 		if err != nil {
@@ -31,13 +29,31 @@ func TestSlab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b Bound
-		// A nil device fails after planning: the plan is there to look at.
-		if err := BindInto(&b, nil, dst, src, 16, 16); err == nil || len(b.Plan.Shape) == 0 {
-			t.Fatalf("%d dims: BindInto on a nil device: %v, plan %v", c.nd, err, b.Plan.Sig)
+		p, err := layout.PlanCopy(dst, src, planOptions(nil, 16, 16, 4))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := &b.Plan.Shape[:1][0] == &b.slab[0]; got != c.inside {
-			t.Errorf("%d dims: plan in the Bound's slab = %v, want %v", c.nd, got, c.inside)
+		b := new(Bound)
+		// A nil device fails after planning: the plan is there to look at.
+		if err := BindInto(b, nil, dst, src, 16, 16); err == nil || len(b.Plan.Shape) == 0 {
+			t.Fatalf("%d dims: BindInto on a nil device: %v, plan %v", nd, err, b.Plan.Sig)
+		}
+		p0 := &b.Plan
+		next := unsafe.Pointer(unsafe.SliceData(p0.Shape))
+		for i, s := range [][]int64{p0.Shape, p0.DstStrides, p0.SrcStrides, p0.Tile} {
+			if len(s) > 0 && unsafe.Pointer(unsafe.SliceData(s)) != next {
+				t.Errorf("%d dims: slice %d of the plan is not where the one before it ends", nd, i)
+			}
+			if cap(s) != len(s) {
+				t.Errorf("%d dims: slice %d has cap %d, len %d", nd, i, cap(s), len(s))
+			}
+			next = unsafe.Add(next, 8*len(s))
+		}
+		kept, want = append(kept, b), append(want, p)
+	}
+	for i, b := range kept { // later binds reuse the scratch plan, never these
+		if !reflect.DeepEqual(b.Plan, want[i]) {
+			t.Errorf("bind %d: plan %+v, PlanCopy's %+v", i, b.Plan, want[i])
 		}
 	}
 }

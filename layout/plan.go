@@ -185,7 +185,7 @@ func (p *Plan) reset() {
 	p.Tile = p.Tile[:0]
 	p.DstOffset, p.SrcOffset, p.Volume, p.Bytes = 0, 0, 0, 0
 	p.DstSpan, p.SrcSpan = 0, 0
-	p.Box = tilegeom.BoxGeometry{}
+	p.Box = nil
 }
 
 func checkAlign(name string, a int) error {
@@ -229,6 +229,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	if err := checkPair(dst, src, opt); err != nil {
 		return err
 	}
+	box := p.Box // reused by a box tile's plan
 	p.reset()
 	item := int64(dst.itemsize)
 	if dst.Volume() == 0 {
@@ -262,6 +263,10 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
 	if p.Sig.Class == ClassBoxTile {
+		if box == nil {
+			box = new(tilegeom.BoxGeometry)
+		}
+		p.Box = box
 		boxGeometry(p)
 	}
 	return nil

@@ -580,11 +580,11 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 		}
 		var g tilegeom.BoxGeometry
 		g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, p.Sig.Index64)
-		if p.Box != g {
+		if p.Box == nil || *p.Box != g {
 			t.Fatalf("btile plan %+v: geometry %+v, want %+v", p, p.Box, g)
 		}
 	}
-	if p.Sig.Class != layout.ClassBoxTile && (len(p.Tile) != 0 || p.Box != tilegeom.BoxGeometry{}) {
+	if p.Sig.Class != layout.ClassBoxTile && (len(p.Tile) != 0 || p.Box != nil) {
 		t.Fatalf("tile %v (geometry %+v) in a %v plan", p.Tile, p.Box, p.Sig.Class)
 	}
 	if p.DstOffset < 0 || p.SrcOffset < 0 || p.DstOffset >= max(p.DstSpan, 1) || p.SrcOffset >= max(p.SrcSpan, 1) {

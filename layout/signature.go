@@ -250,9 +250,10 @@ type Plan struct {
 	// Box is, for ClassBoxTile, the tile's geometry (its runs in each
 	// view, shared-memory layout and ragged dims), derived from the fields
 	// above once, when the plan is made, for the kernel generator (package
-	// gen) to pack; zero otherwise. Its type is internal to stridekit:
-	// callers copy it with the plan and need not read it.
-	Box       tilegeom.BoxGeometry
+	// gen) to pack; nil otherwise. Its type is internal to stridekit:
+	// callers copy it with the plan and need not read it. Like the slices,
+	// it is reused by PlanCopyInto (another box tile's plan overwrites it).
+	Box       *tilegeom.BoxGeometry
 	DstOffset int64
 	SrcOffset int64
 	// DstSpan and SrcSpan are the bytes from each view's lowest byte to
@@ -263,4 +264,35 @@ type Plan struct {
 	Volume int64
 	// Bytes is the number of bytes written to dst: Volume·Sig.Itemsize.
 	Bytes int64
+}
+
+// CloneInto sets q to a copy of p whose slices lie, one after another, at
+// the start of slab (which must hold p.PlanWords() words), with a box
+// geometry of its own (q shares nothing with p), and returns the rest of slab: so that a caller that plans in
+// scratch memory keeps the plan in one allocation of its own.
+func (p *Plan) CloneInto(q *Plan, slab []int64) []int64 {
+	put := func(v []int64) []int64 {
+		if len(v) == 0 {
+			return nil
+		}
+		n := copy(slab, v)
+		out := slab[:n:n]
+		slab = slab[n:]
+		return out
+	}
+	// Field by field, so that no pointer of p's is copied into q.
+	*q = Plan{Sig: p.Sig, DstOffset: p.DstOffset, SrcOffset: p.SrcOffset,
+		DstSpan: p.DstSpan, SrcSpan: p.SrcSpan, Volume: p.Volume, Bytes: p.Bytes}
+	q.Shape, q.DstStrides = put(p.Shape), put(p.DstStrides)
+	q.SrcStrides, q.Tile = put(p.SrcStrides), put(p.Tile)
+	if p.Box != nil {
+		g := *p.Box
+		q.Box = &g
+	}
+	return slab
+}
+
+// PlanWords returns the int64 words of p's slices (CloneInto's slab).
+func (p *Plan) PlanWords() int {
+	return len(p.Shape) + len(p.DstStrides) + len(p.SrcStrides) + len(p.Tile)
 }

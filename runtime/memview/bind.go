@@ -28,9 +28,10 @@ type binding struct {
 	// or out of the device view).
 	k  *kernels.Bound
 	kb kernels.Bound // what k points to
-	// h and pieces are how a host transfer moves the image (transfer.go).
-	h      hostPlan
-	pieces []piece
+	// host is how a host transfer moves the image (transfer.go); nil for
+	// device and peer copies, whose bindings are the smaller for it (a
+	// first copy's host time grows with the bytes it allocates).
+	*host
 	// stg is the staged pipeline of a peer copy (peerpipe.go); nil where
 	// the kernel k reaches across the peer link itself.
 	stg *peerPipe
@@ -202,8 +203,10 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
 		}
 	case PathHostToDevice:
+		b.host = new(host)
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:
+		b.host = new(host)
 		err = b.bindDownload(dst, src)
 	case PathPeer:
 		err = b.bindPeer(dst, src)

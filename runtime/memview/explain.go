@@ -156,6 +156,10 @@ func explain(path Path, b *binding) CopyPlan {
 	// The caller's copy: the binding's plan stays as it was made.
 	cp.Plan.Shape, cp.Plan.Tile = slices.Clone(k.Plan.Shape), slices.Clone(k.Plan.Tile)
 	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
+	if k.Plan.Box != nil {
+		g := *k.Plan.Box
+		cp.Plan.Box = &g
+	}
 	if path == PathPeer && b.stg != nil {
 		cp.Staged, cp.Temporary, cp.Chunks = true, !b.stg.packDirect || !b.stg.unpackDirect, len(b.stg.chunks)
 		if b.stg.unpackDirect && b.stg.packDirect {

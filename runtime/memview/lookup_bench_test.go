@@ -44,3 +44,59 @@ func BenchmarkCachedDispatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFirstBind is the host work a first device copy of a new pair
+// does before its launch, without a GPU: BenchmarkCachedDispatch's, with
+// the pair's binding dropped from the cache each time, so that it is made
+// (planned, its kernel looked up, packed, allocated) and stored. One of
+// each kernel class (memview's dispatch cases, views of a fake device);
+// the kernel's source is rendered once, outside the loop, and found again
+// in the render cache each time, where a GPU finds the loaded kernel.
+func BenchmarkFirstBind(b *testing.B) {
+	for _, c := range []struct {
+		name      string
+		shape, ss []int64
+		item      int
+		class     layout.Class
+	}{
+		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4, layout.ClassTile},
+		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1, layout.ClassBoxTile},
+		{"elem-f32-slice2", []int64{64, 128}, []int64{512, 2}, 4, layout.ClassElementwise},
+		{"bcast-f32-row", []int64{64, 128}, []int64{0, 1}, 4, layout.ClassBroadcast},
+		{"fill-f32", []int64{64, 128}, []int64{0, 0}, 4, layout.ClassFill},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			dev := new(cuda.Device)
+			dl, _ := layout.New(c.shape, nil, c.item)
+			sl, _ := layout.New(c.shape, c.ss, c.item)
+			dt, _ := layout.Opaque(c.item)
+			dst := fakeView(b, cuda.MemoryDevice, dev, 0x10000, dl, dt)
+			src := fakeView(b, cuda.MemoryDevice, dev, 0x100000, sl, dt)
+			da, sa := aligns(dst, src, PathDevice)
+			key := keyOf(dst, src, PathDevice, da, sa, dev)
+			defer forget()
+			s := dev.LegacyStream()
+			first := func() *binding {
+				drop(key)
+				if err := checkCopy(dst, src); err != nil {
+					b.Fatal(err)
+				}
+				if err := streamFits(dst, src, s); err != nil {
+					b.Fatal(err)
+				}
+				_, bd, err := bindingOf(dst, src, s)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return bd
+			}
+			if bd := first(); bd.k.Plan.Sig.Class != c.class {
+				b.Fatalf("%s: planned %v, want class %v", c.name, bd.k.Plan.Sig, c.class)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				first()
+			}
+		})
+	}
+}

@@ -252,6 +252,13 @@ func copyBytes(dst, src []byte) error {
 	return hostcopy.Copy(dst, l, src, l)
 }
 
+// host is the host side of a host transfer's binding: the image's plan h
+// and the pieces it stages in.
+type host struct {
+	h      hostPlan
+	pieces []piece
+}
+
 // hostPlan is how a host transfer runs: the host view's compact form c,
 // whether the host view is c itself (direct: its bytes are the image),
 // whether the image goes straight into or out of the device view (no
