@@ -430,10 +430,11 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 // each thread's elements L apart (jump bytes in dst). The lanes of a run
 // first take the steps all of them take, UE at a time, then the rest (the
 // fewer than UE left and the last lanes' one more) as one unrolled step
-// whose elements past the lane's count are skipped: on an H100, 1.020
-// times as fast over 122 random box tiles (1-byte items 1.055, up to
-// 1.33), where a loop for the rest left the compiler a branch a step
-// (docs/design.md, "Later trials that did not pay"). A loop of
+// whose elements past the lane's count are skipped: over 122 random box
+// tiles 1.020 times as fast on an H100 (1-byte items 1.055, up to 1.33)
+// and 1.004 on an H200 (1- and 2-byte items 1.014-1.017), where a loop for
+// the rest left the compiler a branch a step (docs/design.md, "Later
+// trials that did not pay"). A loop of
 // each lane's own length, which the compiler unrolls where L is a
 // constant (the specialised tier), split each unrolled step of a warp
 // whose lanes' lengths differed in two, and ran 1- and 2-byte copies up
