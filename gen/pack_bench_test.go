@@ -74,21 +74,10 @@ func BenchmarkPackBoxTile32(b *testing.B) {
 // class: the part of a first copy's host time that needs no GPU, so that
 // planning can be made cheaper on a machine without one.
 func BenchmarkPlanPackDispatch(b *testing.B) {
-	for _, c := range []struct {
-		name      string
-		shape, ss []int64
-		item      int
-		class     layout.Class
-	}{
-		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4, layout.ClassTile},
-		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1, layout.ClassBoxTile},
-		{"elem-f32-slice2", []int64{64, 128}, []int64{512, 2}, 4, layout.ClassElementwise},
-		{"bcast-f32-row", []int64{64, 128}, []int64{0, 1}, 4, layout.ClassBroadcast},
-		{"fill-f32", []int64{64, 128}, []int64{0, 0}, 4, layout.ClassFill},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			dst, src := layouttest.MustNew(b, c.shape, nil, c.item), layouttest.MustNew(b, c.shape, c.ss, c.item)
-			planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}, c.class)
+	for _, c := range layouttest.DispatchCases() {
+		b.Run(c.Name, func(b *testing.B) {
+			dst, src := layouttest.MustNew(b, c.Shape, nil, c.Item), layouttest.MustNew(b, c.Shape, c.SrcStrides, c.Item)
+			planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}, c.Class)
 		})
 	}
 }

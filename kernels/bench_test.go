@@ -3,6 +3,7 @@ package kernels
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -159,23 +160,9 @@ func BenchmarkFill(b *testing.B) {
 // packing, for a tile and a box-tile case (memview's dispatch cases).
 func BenchmarkBind(b *testing.B) {
 	dev := testenv.NeedGPU(b)
-	for _, c := range []struct {
-		name      string
-		shape, ss []int64
-		item      int
-	}{
-		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4},
-		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			dl, err := layout.New(c.shape, nil, c.item)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sl, err := layout.New(c.shape, c.ss, c.item)
-			if err != nil {
-				b.Fatal(err)
-			}
+	for _, c := range layouttest.DispatchCases()[:2] { // the tile and the box tile
+		b.Run(c.Name, func(b *testing.B) {
+			dl, sl := layouttest.MustNew(b, c.Shape, nil, c.Item), layouttest.MustNew(b, c.Shape, c.SrcStrides, c.Item)
 			k, err := Bind(dev, dl, sl, 16, 16)
 			if err != nil {
 				b.Fatal(err)

@@ -266,10 +266,11 @@ type Plan struct {
 	Bytes int64
 }
 
-// CloneInto sets q to a copy of p whose slices lie, one after another, at
-// the start of slab (which must hold p.PlanWords() words), with a box
-// geometry of its own (q shares nothing with p), and returns the rest of slab: so that a caller that plans in
-// scratch memory keeps the plan in one allocation of its own.
+// CloneInto sets q to a copy of p that shares nothing with it: its slices
+// lie one after another at the start of slab (which must hold
+// p.PlanWords() words), and its box geometry is its own. It returns the
+// rest of slab, so that a caller that planned in scratch memory keeps the
+// plan (and more) in one allocation.
 func (p *Plan) CloneInto(q *Plan, slab []int64) []int64 {
 	put := func(v []int64) []int64 {
 		if len(v) == 0 {

@@ -94,3 +94,28 @@ func MustDense(t TB, shape []int64, item int, perm ...int) layout.Layout {
 
 // S64 spells an []int64 literal briefly in test tables.
 func S64(v ...int64) []int64 { return v }
+
+// DispatchCase is a small copy of one kernel class: dst is dense (C
+// order) of Shape, src is Shape at SrcStrides (in items of Item bytes),
+// and its plan's class is Class. The dispatch benchmarks (gen's plan and
+// packing, kernels' Bind, memview's first and repeated copies) time the
+// same cases, so their figures add up.
+type DispatchCase struct {
+	Name              string
+	Shape, SrcStrides []int64
+	Item              int
+	Class             layout.Class
+}
+
+// DispatchCases returns one small copy of every kernel class: a 128×128
+// float32 transpose, a 16 KiB uint8 permutation (a box tile), a float32
+// slice of step 2 (elementwise), a broadcast row and a fill.
+func DispatchCases() []DispatchCase {
+	return []DispatchCase{
+		{"tile-f32-128x128", S64(128, 128), S64(1, 128), 4, layout.ClassTile},
+		{"btile-u8-16KiB-perm", S64(16, 32, 32), S64(1, 16, 512), 1, layout.ClassBoxTile},
+		{"elem-f32-slice2", S64(64, 128), S64(512, 2), 4, layout.ClassElementwise},
+		{"bcast-f32-row", S64(64, 128), S64(0, 1), 4, layout.ClassBroadcast},
+		{"fill-f32", S64(64, 128), S64(0, 0), 4, layout.ClassFill},
+	}
+}

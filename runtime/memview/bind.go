@@ -203,10 +203,8 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
 		}
 	case PathHostToDevice:
-		b.host = new(host)
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:
-		b.host = new(host)
 		err = b.bindDownload(dst, src)
 	case PathPeer:
 		err = b.bindPeer(dst, src)

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
@@ -50,13 +51,11 @@ func dispatchCases(tb testing.TB, dev *cuda.Device, s *cuda.Stream) []dispatchCa
 		return v
 	}
 	const half = 1 << 19
-	return []dispatchCase{
-		{"tile-f32-128x128", layout.ClassTile, view(0, []int64{128, 128}, nil, 4), view(half, []int64{128, 128}, []int64{1, 128}, 4)},
-		{"btile-u8-16KiB-perm", layout.ClassBoxTile, view(0, []int64{16, 32, 32}, nil, 1), view(half, []int64{16, 32, 32}, []int64{1, 16, 512}, 1)},
-		{"elem-f32-slice2", layout.ClassElementwise, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{512, 2}, 4)},
-		{"bcast-f32-row", layout.ClassBroadcast, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 1}, 4)},
-		{"fill-f32", layout.ClassFill, view(0, []int64{64, 128}, nil, 4), view(half, []int64{64, 128}, []int64{0, 0}, 4)},
+	var out []dispatchCase
+	for _, c := range layouttest.DispatchCases() {
+		out = append(out, dispatchCase{c.Name, c.Class, view(0, c.Shape, nil, c.Item), view(half, c.Shape, c.SrcStrides, c.Item)})
 	}
+	return out
 }
 
 // benchDispatch times, for each case, the copy function prepare returns

@@ -2,7 +2,6 @@ package memview
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
@@ -152,14 +151,9 @@ func explain(path Path, b *binding) CopyPlan {
 		return cp
 	}
 	k := b.k
-	cp.Plan, cp.DstAlign, cp.SrcAlign, cp.Device = k.Plan, k.DstAlign, k.SrcAlign, k.Device()
+	cp.DstAlign, cp.SrcAlign, cp.Device = k.DstAlign, k.SrcAlign, k.Device()
 	// The caller's copy: the binding's plan stays as it was made.
-	cp.Plan.Shape, cp.Plan.Tile = slices.Clone(k.Plan.Shape), slices.Clone(k.Plan.Tile)
-	cp.Plan.DstStrides, cp.Plan.SrcStrides = slices.Clone(k.Plan.DstStrides), slices.Clone(k.Plan.SrcStrides)
-	if k.Plan.Box != nil {
-		g := *k.Plan.Box
-		cp.Plan.Box = &g
-	}
+	k.Plan.CloneInto(&cp.Plan, make([]int64, k.Plan.PlanWords()))
 	if path == PathPeer && b.stg != nil {
 		cp.Staged, cp.Temporary, cp.Chunks = true, !b.stg.packDirect || !b.stg.unpackDirect, len(b.stg.chunks)
 		if b.stg.unpackDirect && b.stg.packDirect {

@@ -3,6 +3,8 @@ package memview
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
+
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
@@ -53,23 +55,11 @@ func BenchmarkCachedDispatch(b *testing.B) {
 // the kernel's source is rendered once, outside the loop, and found again
 // in the render cache each time, where a GPU finds the loaded kernel.
 func BenchmarkFirstBind(b *testing.B) {
-	for _, c := range []struct {
-		name      string
-		shape, ss []int64
-		item      int
-		class     layout.Class
-	}{
-		{"tile-f32-128x128", []int64{128, 128}, []int64{1, 128}, 4, layout.ClassTile},
-		{"btile-u8-16KiB-perm", []int64{16, 32, 32}, []int64{1, 16, 512}, 1, layout.ClassBoxTile},
-		{"elem-f32-slice2", []int64{64, 128}, []int64{512, 2}, 4, layout.ClassElementwise},
-		{"bcast-f32-row", []int64{64, 128}, []int64{0, 1}, 4, layout.ClassBroadcast},
-		{"fill-f32", []int64{64, 128}, []int64{0, 0}, 4, layout.ClassFill},
-	} {
-		b.Run(c.name, func(b *testing.B) {
+	for _, c := range layouttest.DispatchCases() {
+		b.Run(c.Name, func(b *testing.B) {
 			dev := new(cuda.Device)
-			dl, _ := layout.New(c.shape, nil, c.item)
-			sl, _ := layout.New(c.shape, c.ss, c.item)
-			dt, _ := layout.Opaque(c.item)
+			dl, sl := layouttest.MustNew(b, c.Shape, nil, c.Item), layouttest.MustNew(b, c.Shape, c.SrcStrides, c.Item)
+			dt, _ := layout.Opaque(c.Item)
 			dst := fakeView(b, cuda.MemoryDevice, dev, 0x10000, dl, dt)
 			src := fakeView(b, cuda.MemoryDevice, dev, 0x100000, sl, dt)
 			da, sa := aligns(dst, src, PathDevice)
@@ -90,8 +80,8 @@ func BenchmarkFirstBind(b *testing.B) {
 				}
 				return bd
 			}
-			if bd := first(); bd.k.Plan.Sig.Class != c.class {
-				b.Fatalf("%s: planned %v, want class %v", c.name, bd.k.Plan.Sig, c.class)
+			if bd := first(); bd.k.Plan.Sig.Class != c.Class {
+				b.Fatalf("%s: planned %v, want class %v", c.Name, bd.k.Plan.Sig, c.Class)
 			}
 			b.ReportAllocs()
 			for b.Loop() {

@@ -273,9 +273,11 @@ type hostPlan struct {
 	maxPiece  int64
 }
 
-// bindHost fills b.h (but toView) and b.pieces for host view hv: its
-// compact form and, when the transfer stages, the pieces.
+// bindHost gives b its host side and fills b.h (but toView) and b.pieces
+// for host view hv: its compact form and, when the transfer stages, the
+// pieces.
 func (b *binding) bindHost(hv *StridedMemoryView) error {
+	b.host = new(host)
 	c, err := compact(hv.l)
 	if err != nil {
 		return err
