@@ -291,9 +291,42 @@ func KnobsFor(sig layout.Signature, arch int) Knobs {
 	if loadTuning() != nil {
 		return LookupKnobs(nil, sig, arch)
 	}
-	k = LookupKnobs(tuning.entries, sig, arch)
-	envKnobs(sig, &k)
+	k = tableKnobs(sig, arch)
+	if env := os.Getenv("STRIDEKIT_KNOBS"); env != "" {
+		// A copy, so that k itself stays off the heap when no override is set.
+		kk := k
+		envKnobs(env, sig, &kk)
+		k = kk
+	}
 	k.fitDims(sig)
+	return k
+}
+
+// tableMemo holds the knobs the tuning table in use gives each signature
+// and arch asked for: the table is read once per process, so its answers
+// never change, and a first copy of a new pair then costs a map read
+// rather than a pass over the table per specificity.
+var tableMemo struct {
+	mu sync.RWMutex
+	m  map[knobKey]Knobs
+}
+
+// tableKnobs returns LookupKnobs(tuning.entries, sig, arch), remembered.
+func tableKnobs(sig layout.Signature, arch int) Knobs {
+	key := knobKey{arch, sig}
+	tableMemo.mu.RLock()
+	k, ok := tableMemo.m[key]
+	tableMemo.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = LookupKnobs(tuning.entries, sig, arch)
+	tableMemo.mu.Lock()
+	if tableMemo.m == nil {
+		tableMemo.m = map[knobKey]Knobs{}
+	}
+	tableMemo.m[key] = k
+	tableMemo.mu.Unlock()
 	return k
 }
 
@@ -354,16 +387,12 @@ func (k *Knobs) Set(name string, v int) bool {
 	return true
 }
 
-// envKnobs applies $STRIDEKIT_KNOBS, an experimenter's override of the
+// envKnobs applies env, the value of $STRIDEKIT_KNOBS, an experimenter's override of the
 // table: entries "CLASS[/ITEM] KNOB=VALUE ..." separated by ';' (e.g.
 // "btile threads=128 storelanes=4; tile/1 wordcols=0"), applied to the
 // signatures they match. Bad entries are ignored: KnobsFor cannot fail, and
 // CheckKnobs refuses the result when it renders.
-func envKnobs(sig layout.Signature, k *Knobs) {
-	env := os.Getenv("STRIDEKIT_KNOBS")
-	if env == "" {
-		return
-	}
+func envKnobs(env string, sig layout.Signature, k *Knobs) {
 	for _, entry := range strings.Split(env, ";") {
 		f := strings.Fields(entry)
 		if len(f) < 2 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
@@ -286,6 +287,25 @@ func BenchmarkDiskHit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := CompileCached(copyKernel, Options{Arch: testArch}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkForRendered is For on a signature no stub registers, after its
+// first call rendered the kernel: the knobs' and the rendered source's
+// lookups a binding pays when its kernel is not loaded yet on the device.
+func BenchmarkForRendered(b *testing.B) {
+	sig := layout.Signature{Class: layout.ClassBoxTile, NDim: 3, Itemsize: 1, Vec: 1}
+	if _, ok := Lookup(sig); ok {
+		b.Skipf("%v is registered", sig)
+	}
+	if _, err := For(sig, 90); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := For(sig, 90); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -82,7 +82,13 @@ type renderKey struct {
 	knobs gen.Knobs
 }
 
-var rendered sync.Map // renderKey → Kernel
+// rendered holds the kernels For rendered, by signature and knobs: a typed
+// map, since a sync.Map's interface keys cost the first copy of a new pair
+// an allocation and a generic hash of the whole key.
+var rendered struct {
+	mu sync.RWMutex
+	m  map[renderKey]Kernel
+}
 
 // For returns the kernel for sig on a device of compute capability arch (0:
 // the portable knobs): the registered one (a stridegen stub) if there is
@@ -97,14 +103,25 @@ func For(sig layout.Signature, arch int) (Kernel, error) {
 	}
 	kn := gen.KnobsFor(sig, arch)
 	key := renderKey{sig, kn}
-	if v, ok := rendered.Load(key); ok {
-		return v.(Kernel), nil
+	rendered.mu.RLock()
+	k, ok := rendered.m[key]
+	rendered.mu.RUnlock()
+	if ok {
+		return k, nil
 	}
 	src, err := gen.Source(sig, kn)
 	if err != nil {
 		return Kernel{}, fmt.Errorf("%w for %v: %w", ErrNoKernel, sig, err)
 	}
-	k := Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}
-	v, _ := rendered.LoadOrStore(key, k)
-	return v.(Kernel), nil
+	rendered.mu.Lock()
+	defer rendered.mu.Unlock()
+	if k, ok := rendered.m[key]; ok {
+		return k, nil
+	}
+	if rendered.m == nil {
+		rendered.m = map[renderKey]Kernel{}
+	}
+	k = Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}
+	rendered.m[key] = k
+	return k, nil
 }
