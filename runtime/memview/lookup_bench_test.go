@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/layouttest"
-
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
