@@ -389,9 +389,8 @@ func (k *Knobs) Set(name string, v int) bool {
 
 // envKnobs applies env, the value of $STRIDEKIT_KNOBS, an experimenter's
 // override of the table: entries "CLASS[/ITEM] KNOB=VALUE ..." separated
-// by ';' (e.g.
-// "btile threads=128 storelanes=4; tile/1 wordcols=0"), applied to the
-// signatures they match. Bad entries are ignored: KnobsFor cannot fail, and
+// by ';' (e.g. "btile threads=128 storelanes=4; tile/1 wordcols=0"),
+// applied to the signatures they match. Bad entries are ignored: KnobsFor cannot fail, and
 // CheckKnobs refuses the result when it renders.
 func envKnobs(env string, sig layout.Signature, k *Knobs) {
 	for _, entry := range strings.Split(env, ";") {
