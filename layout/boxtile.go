@@ -343,3 +343,48 @@ func (c *tileChooser) setExtent(k int, e int64) bool {
 func boxGeometry(p *Plan) {
 	p.Box.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, int64(p.Sig.Itemsize), p.Sig.Index64)
 }
+
+// splitRunBytes is the longest dst run, in bytes, of a box tile of 3-byte
+// items that splitTriples re-plans in bytes.
+const splitRunBytes = 512
+
+// splitTriples re-expresses j, classified as p, in bytes where p is a box
+// tile of 3-byte items whose runs are contiguous and forward in both views,
+// whose dst runs hold at most splitRunBytes, and the copy moves at least
+// boxChoiceBytes: each item becomes an innermost dim of 3 bytes,
+// unit-strided in both views, which the tile then holds whole in every
+// run. It reports whether it did; the caller classifies j again.
+//
+// A box tile of bytes writes a dst run a byte a thread, a warp on 32
+// consecutive bytes, where one of 3-byte items stores each item in three
+// byte stores, a warp's 32 lanes 3 bytes apart. Measured on an H200 (the
+// 46 box tiles of 3-byte items among 480 random copies of 64 MiB, seeds
+// 1301-1313, both plans in one binary, two rounds each way): the 27 whose
+// dst runs held 512 bytes or less ran 1.16 times as fast with specialised
+// kernels (per case 0.91-1.42) and 1.07 with generic ones (0.98-1.18);
+// longer runs split lose in the generic tier (0.37-0.95 from 2.4 KB up),
+// where three times the element table's entries take shared memory from
+// the tile or from other blocks. On
+// fresh seeds (H100, 1601-1613) the 29 it takes ran 1.10 and 1.06 times as
+// fast (0.97-1.26, 0.93-1.18). Reversed or strided src runs split into
+// runs of 3 bytes, and ran 0.28-0.72 (random views, seed 1503): they keep
+// their plan. Small copies keep theirs too, and their first copy its host
+// time.
+func splitTriples(p *Plan, j *joint) bool {
+	if p.Sig.Class != ClassBoxTile || j.item != 3 || j.n() >= MaxBoxNDim || smallCopy(j.shape, j.item) {
+		return false
+	}
+	var sd, dd [MaxBoxNDim]int8
+	var src, dst tilegeom.BoxSide
+	tilegeom.SideFromOrder(&src, tilegeom.SortedDims(sd[:0], j.ss), j.shape, j.ss, p.Tile)
+	tilegeom.SideFromOrder(&dst, tilegeom.SortedDims(dd[:0], j.ds), j.shape, j.ds, p.Tile)
+	if src.Step != 1 || dst.Step != 1 || dst.RunLen*3 > splitRunBytes {
+		return false
+	}
+	for k := range j.shape {
+		j.ds[k], j.ss[k] = 3*j.ds[k], 3*j.ss[k]
+	}
+	j.shape, j.ds, j.ss = append(j.shape, 3), append(j.ds, 1), append(j.ss, 1)
+	j.dOff, j.sOff, j.item = 3*j.dOff, 3*j.sOff, 1
+	return true
+}

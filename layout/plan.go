@@ -104,7 +104,9 @@ const (
 //   - ClassBoxTile: every other transposition. Tile holds, per canonical
 //     dim, the extent of the box the kernel stages in shared memory; several
 //     dims may be folded into each side so that both views are accessed in
-//     long runs.
+//     long runs. A box tile of 3-byte items whose runs are short (dst runs
+//     of 512 bytes or less, forward in both views) in a copy of 1 MiB or
+//     more is planned in bytes instead, under an innermost dim of 3.
 //   - ClassGather: with opt.Gather, in place of the three classes above.
 //
 // # Guarantees a kernel may rely on
@@ -261,6 +263,13 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	p.Bytes = p.Volume * j.item
 	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
 	classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
+	if splitTriples(p, &j) {
+		p.Shape, p.DstStrides, p.SrcStrides = j.shape, j.ds, j.ss
+		p.DstOffset, p.SrcOffset = j.dOff, j.sOff
+		p.Volume *= 3
+		p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: 1, Vec: 1}
+		classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
+	}
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
 	if p.Sig.Class == ClassBoxTile {
 		if box == nil {

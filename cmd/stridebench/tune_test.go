@@ -495,7 +495,7 @@ func TestTuneHelpAndList(t *testing.T) {
 	if code := runMain([]string{"tune", "-list", "-family", "^btile/3$|^fill$", "-bytes", "1MiB"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("-list: exit %d: %s", code, stderr.String())
 	}
-	for _, s := range []string{"btile/3  (entry: btile 3 *)", "tilebytes  8192 16384 24576 32768", "bt3_t2d opaque3", "btile:nd=2,item=3",
+	for _, s := range []string{"btile/3  (entry: btile 3 *)", "tilebytes  8192 16384 24576 32768", "bt3_t13 opaque3", "btile:nd=2,item=3",
 		"bt3_p5", "btile:nd=4,item=3", "fill  (entry: fill * *)", "fill:nd=1,item=4"} {
 		if !strings.Contains(stdout.String(), s) {
 			t.Errorf("-list has no %q:\n%s", s, stdout.String())

@@ -99,8 +99,10 @@ func isqrt(n int64) int64 { return int64(math.Sqrt(float64(max(n, 0)))) }
 // btileCases are the box-tile cases of item size s, each writing about
 // target bytes, in order of preference: a 2-d transpose with odd extents,
 // NCHW→NHWC with 3 channels (a 3-item dst fast dim) and odd H, W, a 5-d
-// permutation of short dims (fast dims of 10 and 12 items), and a 2-d
-// transpose with a 13-item fast dim.
+// permutation of short dims (fast dims of 10 and 12 items), a 2-d
+// transpose with a 13-item fast dim, and the first transpose with its src
+// rows reversed (for 3-byte items, whose box tiles of short forward runs
+// the planner moves as bytes: a case that stays in the family).
 func btileCases(s int, target int64) []string {
 	n := max(target/int64(s), 64)
 	a := odd(isqrt(n) * 7 / 8)
@@ -116,6 +118,7 @@ func btileCases(s int, target int64) []string {
 		fmt.Sprintf("bt%d_nhwc3 x%d %dx3x%dx%d src=perm(0,2,3,1)", s, s, batch, hw, hw),
 		fmt.Sprintf("bt%d_p5 x%d %dx6x10x5x12 src=perm(3,0,4,1,2)", s, s, p),
 		fmt.Sprintf("bt%d_t13 x%d %dx13 src=perm(1,0)", s, s, max(2, n/13)),
+		fmt.Sprintf("bt%d_t2dflip x%d %dx%d src=perm(1,0).flip(0)", s, s, a, b),
 	}
 }
 
