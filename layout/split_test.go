@@ -1,6 +1,7 @@
 package layout_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/layouttest"
@@ -31,7 +32,7 @@ func TestPlanSplitTriples(t *testing.T) {
 	}
 	want := [][]int64{{101, 5000, 3}, {15000, 3, 1}, {3, 303, 1}}
 	for i, got := range [][]int64{p.Shape, p.DstStrides, p.SrcStrides} {
-		if !equal(got, want[i]) {
+		if !slices.Equal(got, want[i]) {
 			t.Errorf("split plan: shape, dst and src strides %v %v %v, want %v", p.Shape, p.DstStrides, p.SrcStrides, want)
 			break
 		}
@@ -57,16 +58,4 @@ func TestPlanSplitTriples(t *testing.T) {
 			t.Errorf("%s: %v, want a box tile of %d-byte items", c.name, p.Sig, c.dst.Itemsize())
 		}
 	}
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
