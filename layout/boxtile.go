@@ -364,12 +364,11 @@ const splitRunBytes = 512
 // kernels (per case 0.91-1.42) and 1.07 with generic ones (0.98-1.18);
 // longer runs split lose in the generic tier (0.37-0.95 from 2.4 KB up),
 // where three times the element table's entries take shared memory from
-// the tile or from other blocks. On
-// fresh seeds (H100, 1601-1613) the 29 it takes ran 1.10 and 1.06 times as
-// fast (0.97-1.26, 0.93-1.18). Reversed or strided src runs split into
-// runs of 3 bytes, and ran 0.28-0.72 (random views, seed 1503): they keep
-// their plan. Small copies keep theirs too, and their first copy its host
-// time.
+// the tile or from other blocks. On fresh seeds (H100, 1601-1613) the 29
+// it takes ran 1.10 and 1.06 times as fast (0.97-1.26, 0.93-1.18).
+// Reversed or strided src runs split into runs of 3 bytes, and ran
+// 0.28-0.72 (random views, seed 1503): they keep their plan. Small copies
+// keep theirs too, and their first copy its host time.
 func splitTriples(p *Plan, j *joint) bool {
 	if p.Sig.Class != ClassBoxTile || j.item != 3 || j.n() >= MaxBoxNDim || smallCopy(j.shape, j.item) {
 		return false

@@ -76,8 +76,9 @@ const (
 // gather forced against the default in one binary, two rounds each way):
 // 1.31 times as fast over the 10 such plans of seed 1503 (1.08-1.57), and
 // 1.32 over the 13 of fresh seeds 1505-1509 (0.99-2.38; a uint8 view 26 →
-// 63% of its roofline); box tiles with shorter dst runs or longer src runs
-// ran 0.07-1.15 gathered (47 cases, seed 1503).
+// 63% of its roofline); the other 37 box tiles of seed 1503 with src runs
+// under 128 bytes ran 0.55 gathered (0.07-2.69: dst runs under 2 KB lost
+// most).
 func scatteredSrc(p *layout.Plan) bool {
 	item := int64(p.Sig.Itemsize)
 	return item <= 3 && p.Box != nil && p.Box.Src.RunLen*item < localGatherSrcRun && p.Box.Dst.RunLen*item >= localGatherDstRun
