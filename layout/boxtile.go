@@ -353,7 +353,8 @@ const splitRunBytes = 512
 // whose dst runs hold at most splitRunBytes, and the copy moves at least
 // boxChoiceBytes: each item becomes an innermost dim of 3 bytes,
 // unit-strided in both views, which the tile then holds whole in every
-// run. It reports whether it did; the caller classifies j again.
+// run. It reports whether it did; the caller classifies j again
+// (classifyJoint).
 //
 // A box tile of bytes writes a dst run a byte a thread, a warp on 32
 // consecutive bytes, where one of 3-byte items stores each item in three

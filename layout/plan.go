@@ -254,21 +254,9 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 	if !opt.Gather && transposing(&j) {
 		foldRun(&j, aD, aS)
 	}
-	p.Shape, p.DstStrides, p.SrcStrides = j.shape, j.ds, j.ss
-	p.DstOffset, p.SrcOffset = j.dOff*j.item, j.sOff*j.item
-	p.Volume = 1
-	for _, e := range j.shape {
-		p.Volume *= e
-	}
-	p.Bytes = p.Volume * j.item
-	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
-	classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
+	classifyJoint(p, &j, aD, aS, opt)
 	if splitTriples(p, &j) {
-		p.Shape, p.DstStrides, p.SrcStrides = j.shape, j.ds, j.ss
-		p.DstOffset, p.SrcOffset = j.dOff, j.sOff
-		p.Volume *= 3
-		p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: 1, Vec: 1}
-		classify(p, &j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
+		classifyJoint(p, &j, aD, aS, opt)
 	}
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)
 	if p.Sig.Class == ClassBoxTile {
@@ -279,6 +267,20 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		boxGeometry(p)
 	}
 	return nil
+}
+
+// classifyJoint sets p's canonical form, offsets, volume and signature
+// from j and classifies it (classify).
+func classifyJoint(p *Plan, j *joint, aD, aS int64, opt PlanOptions) {
+	p.Shape, p.DstStrides, p.SrcStrides = j.shape, j.ds, j.ss
+	p.DstOffset, p.SrcOffset = j.dOff*j.item, j.sOff*j.item
+	p.Volume = 1
+	for _, e := range j.shape {
+		p.Volume *= e
+	}
+	p.Bytes = p.Volume * j.item
+	p.Sig = Signature{NDim: uint8(min(j.n(), 255)), Itemsize: uint8(j.item), Vec: 1}
+	classify(p, j, aD, aS, tileBytes(opt.TileBytes), opt.Gather)
 }
 
 // alignOf returns the alignment to plan with for an option value: the
