@@ -75,15 +75,18 @@ func rowsBlockX(inner int64, x, threads int) int64 {
 // Cols along src's fastest dim (dim Fast), moved by Threads threads. Rows
 // and Cols are powers of two and multiples of Vec (tilegeom.TileEdges).
 type TileConfig struct {
-	Rows, Cols, Threads int
-	WordCols            bool
+	Rows, Cols, Threads   int
+	WordCols, StageStores bool
 }
 
 // tileConfig returns the tile of a ClassTile signature under knobs k.
 func tileConfig(sig layout.Signature, k Knobs) TileConfig {
 	r, c := tilegeom.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)
-	return TileConfig{Rows: r, Cols: c, Threads: k.Threads, WordCols: k.WordCols && s < 4 && s&(s-1) == 0 && (s*int(sig.Vec))%4 == 0}
+	vb := s * int(sig.Vec)
+	return TileConfig{Rows: r, Cols: c, Threads: k.Threads,
+		WordCols:    k.WordCols && s < 4 && s&(s-1) == 0 && vb%4 == 0,
+		StageStores: k.StageStores && vb%4 == 0 && vb&(vb-1) != 0 && max(r, c)*s/4 <= k.Threads}
 }
 
 // Name returns the kernel's extern "C" name, which spells the signature so a

@@ -44,6 +44,15 @@ type Knobs struct {
 	// 4-byte word of each of Vec tile rows in its store phase instead of
 	// whole vectors: a quarter of the registers, so more threads fit.
 	WordCols bool
+	// StageStores makes the tile kernel, for vectors whose bytes are a
+	// multiple of 4 but not a power of two (four 3-byte items, 12 bytes),
+	// move each tile row as 4-byte words with a warp on consecutive words:
+	// loads straight into the tile, stores through a second shared buffer
+	// that holds the transposed tile in dst's order. A warp's accesses of
+	// whole 12-byte vectors are three word accesses 12 bytes apart, each
+	// touching a third of the bytes of its sectors, so the L2 takes three
+	// partial writes of every dst sector.
+	StageStores bool
 	// TileBytes is the data of one box tile in bytes (layout.PlanOptions'
 	// TileBytes: the planner sizes the tile, the kernel stages it).
 	TileBytes int
@@ -132,6 +141,7 @@ var knobTable = [...]struct {
 	{"unroll", func(k *Knobs) int { return k.Unroll }, func(k *Knobs, v int) { k.Unroll = v }},
 	{"blockbytes", func(k *Knobs) int { return k.BlockBytes }, func(k *Knobs, v int) { k.BlockBytes = v }},
 	{"wordcols", func(k *Knobs) int { return b2i(k.WordCols) }, func(k *Knobs, v int) { k.WordCols = v != 0 }},
+	{"stagestores", func(k *Knobs) int { return b2i(k.StageStores) }, func(k *Knobs, v int) { k.StageStores = v != 0 }},
 	{"tilebytes", func(k *Knobs) int { return k.TileBytes }, func(k *Knobs, v int) { k.TileBytes = v }},
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},

@@ -328,6 +328,10 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.SWM, true
 	case "WordCols":
 		return d.WordCols, true
+	case "Staged":
+		return d.Staged, true
+	case "RW":
+		return d.RW, true
 	case "R":
 		return d.R, true
 	case "XU":

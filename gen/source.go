@@ -36,6 +36,8 @@ type kernelData struct {
 	// ClassTile
 	TR, TC, SWM int
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
+	Staged      bool // tile rows move as words, stores through a dst-ordered buffer (TileConfig.StageStores)
+	RW          int  // Staged: the dst-ordered buffer's row pitch in words (stagePitch)
 	// rows kernels (elem, bcast, fill); gather: R elements per thread per trip
 	R, XU   int
 	GW, GWU int // gather: bytes of a dst word written at once (0: items only), words per thread per trip (gatherwords.go)
@@ -131,7 +133,10 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 	case layout.ClassTile:
 		tc := tileConfig(sig, k)
 		d.TR, d.TC, d.NT = tc.Rows, tc.Cols, tc.Threads
-		d.WordCols = tc.WordCols
+		d.WordCols, d.Staged = tc.WordCols, tc.StageStores
+		if d.Staged {
+			d.RW = stagePitch(v, vb/4, tc.Rows*s/4, tc.Rows/v)
+		}
 		d.SWM = 0
 		if vb&(vb-1) == 0 {
 			d.SWM = min(tc.Cols/v, max(1, 128/vb)) - 1
@@ -186,4 +191,26 @@ func renderKernel(sig layout.Signature, k Knobs, edit func(*kernelData)) (string
 		return "", fmt.Errorf("gen: rendering %v: %w", sig, err)
 	}
 	return b.String(), nil
+}
+
+// stagePitch returns the row pitch, in words, of the staged tile kernel's
+// dst-ordered buffer: dw words of a row and up to 7 of padding, the pitch
+// with the fewest bank conflicts among a warp's writes, where lane m puts
+// word q of its vector at row (m / nrb)·vec, word (m % nrb)·vw + q
+// (vw words a vector, nrb micro-tile rows).
+func stagePitch(vec, vw, dw, nrb int) int {
+	best, worst := dw, 33
+	for rw := dw; rw < dw+8; rw++ {
+		var banks [32]int
+		most := 0
+		for m := 0; m < 32; m++ {
+			b := ((m/nrb)*vec*rw + (m%nrb)*vw) % 32
+			banks[b]++
+			most = max(most, banks[b])
+		}
+		if most < worst {
+			best, worst = rw, most
+		}
+	}
+	return best
 }

@@ -22,8 +22,9 @@ type gpuCase struct {
 	dl, sl layout.Layout
 	padD   int // bytes before the dst view's buffer (varies alignment)
 	padS   int
-	spec   bool // run the kernel specialised to the plan (Bound.Specialise)
-	gather bool // plan with layout.PlanOptions.Gather
+	spec   bool       // run the kernel specialised to the plan (Bound.Specialise)
+	gather bool       // plan with layout.PlanOptions.Gather
+	cache  *jit.Cache // where the kernel is loaded from; nil: jit.Default
 }
 
 func randomCase(r *rand.Rand, item int) (gpuCase, error) {
@@ -158,7 +159,7 @@ func runCase(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, c gp
 			return p.Sig, err
 		}
 	default:
-		if err := launchPlanTier(dev, st, dptr, sptr, &p, c.spec); err != nil {
+		if err := launchPlanTier(dev, st, dptr, sptr, &p, c.spec, c.cache); err != nil {
 			return p.Sig, fmt.Errorf("launch %v: %w", p.Sig, err)
 		}
 	}
@@ -319,19 +320,22 @@ func TestGPUGather(t *testing.T) {
 // kernel of p's signature bound to p (BindPlan), or the memcpy of a memcpy
 // plan. Tests use it for plans they made or altered themselves.
 func launchPlan(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan) error {
-	return launchPlanTier(dev, st, dst, src, p, false)
+	return launchPlanTier(dev, st, dst, src, p, false, nil)
 }
 
 // launchPlanTier is launchPlan on the kernel specialised to p when spec is
 // set (it checks that the specialised kernel is the one launched).
-func launchPlanTier(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan, spec bool) error {
+func launchPlanTier(dev *cuda.Device, st *cuda.Stream, dst, src cuda.DevicePtr, p *layout.Plan, spec bool, cache *jit.Cache) error {
 	switch p.Sig.Class {
 	case layout.ClassNone:
 		return nil
 	case layout.ClassMemcpy:
 		return dev.MemcpyAsync(dst+cuda.DevicePtr(p.DstOffset), src+cuda.DevicePtr(p.SrcOffset), int(p.Bytes), st)
 	}
-	fn, k, err := jit.Default.Kernel(dev, p.Sig)
+	if cache == nil {
+		cache = jit.Default
+	}
+	fn, k, err := cache.Kernel(dev, p.Sig)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,16 @@
 package kernels
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
+	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
 // tile3Cases are transposes of 3-byte items that the planner gives the
@@ -20,16 +23,31 @@ var tile3Cases = []struct {
 	{[]int64{100, 132}, []int{1, 0}},
 	{[]int64{3, 44, 5, 56}, []int{0, 3, 2, 1}},
 	{[]int64{512, 768}, []int{1, 0}},
+	{[]int64{5, 100, 132}, []int{0, 2, 1}},
 }
 
 // TestGPUTile3 copies tile3Cases on the GPU, in both tiers and with both
 // views at 16-byte and 4-byte aligned addresses, against runtime/hostcopy.
 // A case whose plan is not the 3-byte vector tile fails the test
-// (compute-sanitizer runs this test too).
+// (compute-sanitizer runs this test too). Each copy runs with the tile
+// rows moved as words through the dst-ordered stage (the default) and as
+// whole vectors (Knobs.StageStores off).
 func TestGPUTile3(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
+	for _, stage := range []int{1, 0} {
+		t.Setenv("STRIDEKIT_KNOBS", fmt.Sprintf("tile/3 stagestores=%d", stage))
+		cache := jit.NewCache() // kernels rendered with this setting
+		gpuTile3(t, dev, st, r, cache)
+		if err := cache.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func gpuTile3(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, cache *jit.Cache) {
+	t.Helper()
 	for _, c := range tile3Cases {
 		sl := layouttest.MustDense(t, c.shape, 3, c.perm...)
 		dl := layouttest.MustDense(t, c.shape, 3)
@@ -43,7 +61,7 @@ func TestGPUTile3(t *testing.T) {
 		}
 		for _, spec := range []bool{false, true} {
 			for _, pad := range []int{0, 4} {
-				if _, err := runCase(t, dev, st, r, gpuCase{name: "tile3", dl: dl, sl: sl, padD: pad, padS: pad, spec: spec}); err != nil {
+				if _, err := runCase(t, dev, st, r, gpuCase{name: "tile3", dl: dl, sl: sl, padD: pad, padS: pad, spec: spec, cache: cache}); err != nil {
 					t.Error(err)
 				}
 			}
