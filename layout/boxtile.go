@@ -381,10 +381,6 @@ func splitTriples(p *Plan, j *joint) bool {
 	if src.Step != 1 || dst.Step != 1 || dst.RunLen*3 > splitRunBytes {
 		return false
 	}
-	for k := range j.shape {
-		j.ds[k], j.ss[k] = 3*j.ds[k], 3*j.ss[k]
-	}
-	j.shape, j.ds, j.ss = append(j.shape, 3), append(j.ds, 1), append(j.ss, 1)
-	j.dOff, j.sOff, j.item = 3*j.dOff, 3*j.sOff, 1
+	splitItems(j, 1)
 	return true
 }

@@ -167,19 +167,30 @@ func recut(j *joint, aD, aS int64) {
 		g |= uabs(j.ds[k]*item) | uabs(j.ss[k]*item)
 	}
 	w := min(natAlign(int64(g)), natAlign(aD), natAlign(aS))
-	if runE == 1 && !realRun && item <= MaxVectorBytes && w == natAlign(item) {
-		return // an element of its own size, aligned as it can be
+	if !realRun {
+		if item != w && (item > MaxVectorBytes || w != natAlign(item)) {
+			splitItems(j, w)
+		}
+		return // else an element of its own size, aligned as it can be
 	}
 	for k := 0; k < last; k++ {
 		j.ds[k] = j.ds[k] * item / w
 		j.ss[k] = j.ss[k] * item / w
 	}
-	if realRun {
-		j.shape[n-1] = j.shape[n-1] * item / w
-	} else if item != w {
-		j.shape, j.ds, j.ss = append(j.shape, item/w), append(j.ds, 1), append(j.ss, 1)
-	}
+	j.shape[n-1] = j.shape[n-1] * item / w
 	j.dOff, j.sOff, j.item = dOffB/w, sOffB/w, w
+}
+
+// splitItems re-expresses j's items as elements of w bytes (w divides the
+// item) under a new innermost dim of item/w elements, unit-strided in both
+// views.
+func splitItems(j *joint, w int64) {
+	f := j.item / w
+	for k := range j.shape {
+		j.ds[k], j.ss[k] = j.ds[k]*f, j.ss[k]*f
+	}
+	j.shape, j.ds, j.ss = append(j.shape, f), append(j.ds, 1), append(j.ss, 1)
+	j.dOff, j.sOff, j.item = j.dOff*f, j.sOff*f, w
 }
 
 // foldRun makes a run of 3 bytes contiguous in both views one 3-byte item
