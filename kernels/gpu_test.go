@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/kernels/jit"
@@ -314,6 +315,62 @@ func TestGPUGather(t *testing.T) {
 		t.Errorf("no copy planned as a gather")
 	}
 	t.Logf("GPU gathers: %d passed (%d of them gathers), %d failed", pass, gathers, fail)
+}
+
+// permCase is a copy between dense views of shape, the source's dims
+// permuted by perm.
+type permCase struct {
+	shape []int64
+	perm  []int
+}
+
+// permPath is the kernel path a list of permCases must take, and how
+// runPermCases copies them.
+type permPath struct {
+	name   string // gpuCase's name
+	item   int    // item bytes
+	pads   []int  // bytes the dst view lies into its buffer, one copy each
+	padSrc bool   // the src view lies as far into its own
+	cache  *jit.Cache
+	want   string                 // the path, for errors
+	takes  func(layout.Plan) bool // whether a plan takes the path
+}
+
+// runPermCases copies each of cases on the GPU in both tiers, at each of
+// path's offsets, against runtime/hostcopy. It first plans each case at
+// 256-byte aligned views and asks path.takes whether that plan goes the
+// path: a case it refuses fails the test, so the path cannot go untested;
+// each copy must then plan the same class and item size. Kernels come
+// from path.cache (nil: jit.Default).
+func runPermCases(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, cases []permCase, path permPath) {
+	t.Helper()
+	name, item, want := path.name, path.item, path.want
+	for _, c := range cases {
+		sl := layouttest.MustDense(t, c.shape, item, c.perm...)
+		dl := layouttest.MustDense(t, c.shape, item)
+		p, err := layout.PlanCopy(dl, sl, PlanOptions(dev, 256, 256, item))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !path.takes(p) {
+			t.Errorf("%v perm %v: plan %v tile %v, want %s", c.shape, c.perm, p.Sig, p.Tile, want)
+			continue
+		}
+		for _, spec := range []bool{false, true} {
+			for _, pad := range path.pads {
+				g := gpuCase{name: name, dl: dl, sl: sl, padD: pad, spec: spec, cache: path.cache}
+				if path.padSrc {
+					g.padS = pad
+				}
+				sig, err := runCase(t, dev, st, r, g)
+				if err != nil {
+					t.Error(err)
+				} else if sig.Class != p.Sig.Class || sig.Itemsize != p.Sig.Itemsize {
+					t.Errorf("%v perm %v, views %d bytes in: plan %v, want %s (%v)", c.shape, c.perm, pad, sig, want, p.Sig)
+				}
+			}
+		}
+	}
 }
 
 // launchPlan queues plan p between lowest bytes dst and src on st: the

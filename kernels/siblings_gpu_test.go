@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 )
@@ -15,10 +14,7 @@ import (
 // last groups (13, 45 and 7 siblings), tiles ragged along src's fastest
 // dim (250 of 999, 126 of 1001), dst runs cut (200 of 400), 4-d reversals
 // and a permutation that folds to two dims.
-var siblingCases = []struct {
-	shape []int64
-	perm  []int
-}{
+var siblingCases = []permCase{
 	{[]int64{13, 300, 72}, []int{2, 1, 0}},
 	{[]int64{5, 199, 128}, []int{0, 2, 1}},
 	{[]int64{45, 90, 146, 116}, []int{3, 2, 1, 0}},
@@ -37,23 +33,7 @@ func TestGPUSiblings(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
-	for _, c := range siblingCases {
-		sl := layouttest.MustDense(t, c.shape, 1, c.perm...)
-		dl := layouttest.MustDense(t, c.shape, 1)
-		p, err := layout.PlanCopy(dl, sl, PlanOptions(dev, 256, 256, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if siblingRuns(t, p) == 0 {
-			t.Errorf("%v perm %v: plan %v tile %v does not take the sibling store", c.shape, c.perm, p.Sig, p.Tile)
-			continue
-		}
-		for _, spec := range []bool{false, true} {
-			for _, pad := range []int{0, 1} {
-				if _, err := runCase(t, dev, st, r, gpuCase{name: "siblings", dl: dl, sl: sl, padD: pad, spec: spec}); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-	}
+	runPermCases(t, dev, st, r, siblingCases, permPath{name: "siblings", item: 1, pads: []int{0, 1}, want: "the sibling store", takes: func(p layout.Plan) bool {
+		return siblingRuns(t, p) > 0
+	}})
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/layout"
 )
@@ -13,10 +12,7 @@ import (
 // splitCases are permutations of 3-byte items, 1 to 5 MB each, whose box
 // tiles the planner re-plans in bytes (short dst runs, forward in both
 // views): 2- to 4-d, one tile ragged along dst's fastest dim (3001 items).
-var splitCases = []struct {
-	shape []int64
-	perm  []int
-}{
+var splitCases = []permCase{
 	{[]int64{101, 5000}, []int{1, 0}},
 	{[]int64{29, 251, 300}, []int{2, 0, 1}},
 	{[]int64{17, 23, 19, 300}, []int{3, 1, 0, 2}},
@@ -32,18 +28,7 @@ func TestGPUSplitTriples(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 17))
-	for _, c := range splitCases {
-		sl := layouttest.MustDense(t, c.shape, 3, c.perm...)
-		dl := layouttest.MustDense(t, c.shape, 3)
-		for _, spec := range []bool{false, true} {
-			for _, pad := range []int{0, 1} {
-				sig, err := runCase(t, dev, st, r, gpuCase{name: "split", dl: dl, sl: sl, padD: pad, spec: spec})
-				if err != nil {
-					t.Error(err)
-				} else if sig.Class != layout.ClassBoxTile || sig.Itemsize != 1 {
-					t.Errorf("%v perm %v: plan %v, want a box tile of bytes", c.shape, c.perm, sig)
-				}
-			}
-		}
-	}
+	runPermCases(t, dev, st, r, splitCases, permPath{name: "split", item: 3, pads: []int{0, 1}, want: "a box tile of bytes", takes: func(p layout.Plan) bool {
+		return p.Sig.Class == layout.ClassBoxTile && p.Sig.Itemsize == 1
+	}})
 }

@@ -6,20 +6,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
-	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
 // tile3Cases are transposes of 3-byte items that the planner gives the
 // vector tile in vectors of four items: ragged tiles (100 and 132 of 64),
 // a 4-d permutation, and a 2-d transpose large enough for many tiles.
-var tile3Cases = []struct {
-	shape []int64
-	perm  []int
-}{
+var tile3Cases = []permCase{
 	{[]int64{100, 132}, []int{1, 0}},
 	{[]int64{3, 44, 5, 56}, []int{0, 3, 2, 1}},
 	{[]int64{512, 768}, []int{1, 0}},
@@ -39,32 +34,11 @@ func TestGPUTile3(t *testing.T) {
 	for _, stage := range []int{1, 0} {
 		t.Setenv("STRIDEKIT_KNOBS", fmt.Sprintf("tile/3 stagestores=%d", stage))
 		cache := jit.NewCache() // kernels rendered with this setting
-		gpuTile3(t, dev, st, r, cache)
+		runPermCases(t, dev, st, r, tile3Cases, permPath{name: "tile3", item: 3, pads: []int{0, 4}, padSrc: true, cache: cache, want: "the 3-byte vector tile", takes: func(p layout.Plan) bool {
+			return p.Sig.Class == layout.ClassTile && p.Sig.Vec == 4
+		}})
 		if err := cache.Close(); err != nil {
 			t.Error(err)
-		}
-	}
-}
-
-func gpuTile3(t *testing.T, dev *cuda.Device, st *cuda.Stream, r *rand.Rand, cache *jit.Cache) {
-	t.Helper()
-	for _, c := range tile3Cases {
-		sl := layouttest.MustDense(t, c.shape, 3, c.perm...)
-		dl := layouttest.MustDense(t, c.shape, 3)
-		p, err := layout.PlanCopy(dl, sl, PlanOptions(dev, 256, 256, 3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Sig.Class != layout.ClassTile || p.Sig.Vec != 4 {
-			t.Errorf("%v perm %v: plan %v, want the 3-byte vector tile", c.shape, c.perm, p.Sig)
-			continue
-		}
-		for _, spec := range []bool{false, true} {
-			for _, pad := range []int{0, 4} {
-				if _, err := runCase(t, dev, st, r, gpuCase{name: "tile3", dl: dl, sl: sl, padD: pad, padS: pad, spec: spec, cache: cache}); err != nil {
-					t.Error(err)
-				}
-			}
 		}
 	}
 }
