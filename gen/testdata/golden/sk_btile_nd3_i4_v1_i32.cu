@@ -40,7 +40,7 @@ enum { S = 4 };   // element bytes
 enum { G = 4 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
-enum { ES = 0 }; // 1: dst runs written one element per thread
+enum { ES = 1 }; // 1: dst runs written one element per thread
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
