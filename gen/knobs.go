@@ -65,8 +65,9 @@ type Knobs struct {
 	LoadLanes, StoreLanes int
 	// ElemStore makes the box-tile kernel write each dst run one element
 	// per thread (lanes on consecutive elements) instead of in 16-byte
-	// pieces: for items under 4 bytes, one shared-memory read per element
-	// without bank conflicts beats assembling pieces from many runs.
+	// pieces: for items of 4 bytes or less, one shared-memory read per
+	// element without bank conflicts beats assembling a piece from items
+	// that lanes a piece apart read from the same banks.
 	ElemStore bool
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
