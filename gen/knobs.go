@@ -69,6 +69,13 @@ type Knobs struct {
 	// element without bank conflicts beats assembling a piece from items
 	// that lanes a piece apart read from the same banks.
 	ElemStore bool
+	// OverlapTables makes the box-tile kernel build its dst runs' tables
+	// (per run: offset, shared-memory base, ragged coordinates; per run
+	// element: shared-memory offset) while the block's first tile's words
+	// are in flight, between issuing them and waiting for them, instead of
+	// with the src runs' tables before any load: the block's first barrier
+	// then waits for less.
+	OverlapTables bool
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
 	// transposed in registers at a time (the template's storeSiblings),
@@ -152,6 +159,7 @@ var knobTable = [...]struct {
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 	{"wordstore", func(k *Knobs) int { return k.WordStore }, func(k *Knobs, v int) { k.WordStore = v }},
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
+	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
 }
 
 func b2i(b bool) int {

@@ -340,6 +340,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.KE, true
 	case "ElemStore":
 		return d.ElemStore, true
+	case "OverlapTables":
+		return d.OverlapTables, true
 	case "WordStore":
 		return d.WordStore, true
 	case "Pow2":

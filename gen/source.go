@@ -42,11 +42,12 @@ type kernelData struct {
 	R, XU   int
 	GW, GWU int // gather: bytes of a dst word written at once (0: items only), words per thread per trip (gatherwords.go)
 	// ClassBoxTile
-	KE        int          // btile: strided elements a thread loads before it stores them
-	ElemStore bool         // btile: dst runs written one element per thread
-	WordStore int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
-	Pow2      bool         // S is a power of two: one gather case
-	Gather    []gatherCase // the store phase's granule maps, by the piece's start within an element
+	KE            int          // btile: strided elements a thread loads before it stores them
+	ElemStore     bool         // btile: dst runs written one element per thread
+	OverlapTables bool         // btile: dst tables built while the first tile's words are in flight (Knobs.OverlapTables)
+	WordStore     int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
+	Pow2          bool         // S is a power of two: one gather case
+	Gather        []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
 
 // gatherCase is how the store phase of the box-tile kernel fills a 16-byte
@@ -150,6 +151,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.KE = min(4*k.Unroll, max(1, 32/(s/d.G))) // at most 32 registers of elements
 		d.Pow2 = s&(s-1) == 0
 		d.ElemStore = k.ElemStore
+		d.OverlapTables = k.OverlapTables
 		if s >= 3 && s%4 != 0 {
 			d.WordStore = k.WordStore
 		}

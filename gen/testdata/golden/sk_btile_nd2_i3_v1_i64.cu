@@ -41,6 +41,7 @@ enum { G = 1 };   // granule: bytes moved per scalar access, gcd(S, 4)
 enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 1 }; // 1: dst runs written one element per thread
+enum { OT = 1 }; // 1: the dst runs' tables built while the block's first tile's words are in flight
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
@@ -196,20 +197,6 @@ struct Tables {
 	uint2* sCoord; // per src run: ragged coordinates (Cs)
 	uint2* dCoord; // per dst run: ragged coordinates (Cd)
 };
-// tables places the tables in sm and fills the src runs' (srcTables), once
-// per block; the dst runs' are filled by dstTables, which the block runs
-// while its first tile's words are in flight.
-__device__ __forceinline__ Tables tables(u8* sm, const A& a) {
-	Tables t = {(I*)(sm + a.offG), (I*)(sm + a.offH), (int*)(sm + a.offA), (int*)(sm + a.offB), (int*)(sm + a.offS), (uint2*)(sm + a.offCs), (uint2*)(sm + a.offCd)};
-	for (int j = threadIdx.x; j < a.rs; j += NT) {
-		I off = 0;
-		int s = 0;
-		runtables(j, a.sord, a.nsr, a, a.sstride, a.rgs, off, s, t.sCoord[j]);
-		t.sOff[j] = off;
-		t.sSlot[j] = s;
-	}
-	return t;
-}
 // dstTables fills the dst runs' tables: each run's offset, shared-memory
 // base and ragged coordinates, and each run element's shared-memory offset.
 __device__ __forceinline__ void dstTables(const A& a, const Tables& t) {
@@ -229,6 +216,21 @@ __device__ __forceinline__ void dstTables(const A& a, const Tables& t) {
 		}
 		t.dElem[i] = s;
 	}
+}
+// tables places the tables in sm and fills them, once per block: the src
+// runs', and the dst runs' (dstTables) unless OT, where the block fills
+// those while its first tile's words are in flight.
+__device__ __forceinline__ Tables tables(u8* sm, const A& a) {
+	Tables t = {(I*)(sm + a.offG), (I*)(sm + a.offH), (int*)(sm + a.offA), (int*)(sm + a.offB), (int*)(sm + a.offS), (uint2*)(sm + a.offCs), (uint2*)(sm + a.offCd)};
+	for (int j = threadIdx.x; j < a.rs; j += NT) {
+		I off = 0;
+		int s = 0;
+		runtables(j, a.sord, a.nsr, a, a.sstride, a.rgs, off, s, t.sCoord[j]);
+		t.sOff[j] = off;
+		t.sSlot[j] = s;
+	}
+	if (!OT) dstTables(a, t);
+	return t;
 }
 // Tile is one tile of the launch: its first element's offsets in src and
 // dst, whether it is ragged (part), and if so the extents left along each
@@ -285,7 +287,7 @@ __device__ __forceinline__ bool runOf(int it, int lg, bool part, const uint2* co
 // loadWords stages contiguous src runs as the aligned words that cover
 // them, every word of the tile in flight at once. A word that reaches past
 // the src view's span (at its two ends only) moves byte by byte, only its
-// bytes in the span. The caller waits for the words (cpa_wait).
+// bytes in the span. With OT the caller waits for the words (cpa_wait).
 __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
 	const u8* const slo = src + a.slo;
 	const u8* const shi = src + a.shi;
@@ -329,9 +331,10 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 			}
 		}
 	}
+	if (!OT) cpa_wait();
 }
-// loadStridedWords stages strided src runs of items that are whole words;
-// the caller waits for them (cpa_wait).
+// loadStridedWords stages strided src runs of items that are whole words
+// (with OT the caller waits for them).
 __device__ __forceinline__ void loadStridedWords(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgs;
 	for (int it = threadIdx.x; it < (a.rs << a.lgs); it += NT) {
@@ -345,6 +348,7 @@ __device__ __forceinline__ void loadStridedWords(u8* sm, const u8* src, const A&
 			for (int g = 0; g < S / 4; g++) cpa4(d + i * S + 4 * g, q + 4 * g);
 		}
 	}
+	if (!OT) cpa_wait();
 }
 // loadStridedItems stages strided src runs of smaller items, granule by
 // granule, KE elements in flight per thread.
@@ -720,7 +724,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 	const U ntiles = (U)a.ntiles;
 	for (U n = blockIdx.x; n < ntiles; n += gridDim.x) {
 		const Tile c = tileAt(n, src, a);
-		__syncthreads(); // src tables built; the previous tile's readers are done
+		__syncthreads(); // tables built; the previous tile's readers are done
 		if (a.sstep == 1 || a.sstep == -1) {
 			loadWords(sm, src, a, t, c);
 		} else if (S % 4 == 0) {
@@ -728,8 +732,10 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 		} else {
 			loadStridedItems(sm, src, a, t, c);
 		}
-		if (n == blockIdx.x) dstTables(a, t); // while the first tile's words are in flight
-		cpa_wait();
+		if (OT) {
+			if (n == blockIdx.x) dstTables(a, t); // while the first tile's words are in flight
+			cpa_wait();
+		}
 		__syncthreads();
 		if (S == 1 && a.gn > 0 && ((unsigned long long)dst & 3) == 0) {
 			storeSiblings(dst, sm, a, t, c);
