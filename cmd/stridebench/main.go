@@ -195,9 +195,10 @@
 // and writes the winners into the tuning table (-o, default gen/tuning.txt;
 // its header documents the format) as entries of the GPU's architecture,
 // one per family: the box tile per item size (btile/1 … btile/16: threads,
-// tilebytes, loadlanes, storelanes, blockbytes, unroll, elemstore), the
-// vectorised tile per item size and vector width (tile/1x16 … tile/8x2:
-// threads, wordcols), elem, bcast and fill (threads, rows).
+// tilebytes, loadlanes, storelanes, blockbytes, unroll, elemstore,
+// overlaptables), the vectorised tile per item size and vector width
+// (tile/1x16 … tile/8x2: threads, wordcols), elem, bcast and fill
+// (threads, rows).
 // Each family is timed on two or three representative cases of about
 // -bytes each (-list prints them with their signatures; they are chosen
 // among candidates by what the planner makes of them, so the tune follows

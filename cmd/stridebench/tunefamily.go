@@ -42,6 +42,7 @@ var (
 		{"blockbytes", []int{1, 16384, 65536}},
 		{"unroll", []int{1, 2, 3}},
 		{"elemstore", []int{0, 1}},
+		{"overlaptables", []int{0, 1}},
 	}
 )
 
