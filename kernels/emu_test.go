@@ -246,13 +246,21 @@ func TestEmulatedRunSteps(t *testing.T) {
 		if c.flip {
 			ss[len(ss)-1] = -ss[len(ss)-1]
 		}
-		src := layouttest.MustNew(t, c.shape, ss, c.item)
-		dst := layouttest.MustNew(t, c.shape, nil, c.item)
-		pair := pairgen.Pair{Kind: "run-steps", Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
-		for _, spec := range []bool{false, true} {
-			if p := emuCopyTiles(t, r, pair, spec, 4<<10); p.Sig.Class != layout.ClassBoxTile {
-				t.Fatalf("%v: plan %v, want a box tile", pair, p.Sig)
-			}
+		emuBoxTiles(t, r, "run-steps", c.shape, ss, c.item)
+	}
+}
+
+// emuBoxTiles copies, in both tiers with box tiles of 4 KiB, a dense dst of
+// shape from a src of strides ss (in items of item bytes), and fails the
+// test unless the plan is a box tile.
+func emuBoxTiles(t *testing.T, r *rand.Rand, what string, shape, ss []int64, item int) {
+	t.Helper()
+	src := layouttest.MustNew(t, shape, ss, item)
+	dst := layouttest.MustNew(t, shape, nil, item)
+	pair := pairgen.Pair{Kind: what, Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
+	for _, spec := range []bool{false, true} {
+		if p := emuCopyTiles(t, r, pair, spec, 4<<10); p.Sig.Class != layout.ClassBoxTile {
+			t.Fatalf("%v: plan %v, want a box tile", pair, p.Sig)
 		}
 	}
 }
