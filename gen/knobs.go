@@ -76,6 +76,14 @@ type Knobs struct {
 	// with the src runs' tables before any load: the block's first barrier
 	// then waits for less.
 	OverlapTables bool
+	// CalcOffsets makes the box-tile kernel's element-wise, sibling and
+	// word stores compute each dst run element's shared-memory offset
+	// instead of reading it from the element table: i·w where the runs
+	// have one dim, and in specialised kernels from the run dims' extents
+	// and weights, compiled in. A table read is a shared-memory access an
+	// element, as many as the element's own, where 1- and 2-byte copies
+	// are bound by the shared-memory pipe.
+	CalcOffsets bool
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
 	// transposed in registers at a time (the template's storeSiblings),
@@ -160,6 +168,7 @@ var knobTable = [...]struct {
 	{"wordstore", func(k *Knobs) int { return k.WordStore }, func(k *Knobs, v int) { k.WordStore = v }},
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
+	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
 }
 
 func b2i(b bool) int {

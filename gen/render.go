@@ -342,6 +342,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.ElemStore, true
 	case "OverlapTables":
 		return d.OverlapTables, true
+	case "CalcOffsets":
+		return d.CalcOffsets, true
 	case "WordStore":
 		return d.WordStore, true
 	case "Pow2":

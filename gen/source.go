@@ -45,6 +45,7 @@ type kernelData struct {
 	KE            int          // btile: strided elements a thread loads before it stores them
 	ElemStore     bool         // btile: dst runs written one element per thread
 	OverlapTables bool         // btile: dst tables built while the first tile's words are in flight (Knobs.OverlapTables)
+	CalcOffsets   bool         // btile: dst run elements' shared-memory offsets computed (Knobs.CalcOffsets)
 	WordStore     int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
 	Pow2          bool         // S is a power of two: one gather case
 	Gather        []gatherCase // the store phase's granule maps, by the piece's start within an element
@@ -152,6 +153,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.Pow2 = s&(s-1) == 0
 		d.ElemStore = k.ElemStore
 		d.OverlapTables = k.OverlapTables
+		d.CalcOffsets = k.CalcOffsets
 		if s >= 3 && s%4 != 0 {
 			d.WordStore = k.WordStore
 		}

@@ -61,7 +61,7 @@ func (fc *fakeCost) time(k gen.Knobs) float64 {
 		for name, o := range fc.opt {
 			v := knobValue(k, name)
 			d := math.Abs(float64(v - o))
-			if name != "wordcols" && name != "elemstore" && name != "overlaptables" {
+			if name != "wordcols" && name != "elemstore" && name != "overlaptables" && name != "calcoffsets" {
 				d = math.Abs(math.Log2(float64(v) / float64(o)))
 			}
 			t *= 1 + 0.04*d

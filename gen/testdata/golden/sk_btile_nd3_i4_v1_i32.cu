@@ -42,6 +42,7 @@ enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 1 }; // 1: dst runs written one element per thread
 enum { OT = 0 }; // 1: the dst runs' tables built while the block's first tile's words are in flight
+enum { CO = 0 }; // 1 (specialised only): dst run elements' shared-memory offsets computed where the runs have one dim (elemOff)
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
@@ -377,6 +378,19 @@ __device__ __forceinline__ void loadStridedItems(u8* sm, const u8* src, const A&
 		}
 	}
 }
+// elemOff returns the shared-memory offset, from its run's base, of
+// element i of a dst run: with CO, where the runs have one dim, i·w0 (w0:
+// that dim's weight); else read from the element table. A table read is a
+// shared-memory access an element, as many as the element's own, where
+// 1-byte copies are bound by the shared-memory pipe. CO is for specialised
+// kernels, where the run's dims are constants: in the generic tier the
+// test and the weight read at run time cost more than the table read
+// (1-byte items 0.95 times as fast, H100), and computing the offsets of
+// runs of several dims from their compiled-in extents and weights was
+// slower too (up to 2 times for 1-byte runs of three and four dims).
+__device__ __forceinline__ int elemOff(const A& a, const int* tB, int w0, int i) {
+	return CO && a.ndr == 1 ? i * w0 : tB[i];
+}
 // runLow returns the lowest byte of a contiguous dst run of len items whose
 // first item lies off items from dst and whose items step by step (±1).
 __device__ __forceinline__ u8* runLow(u8* dst, I off, long long step, int len) {
@@ -451,22 +465,23 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
+	const int w0 = a.w[a.dord[0]];
 	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
 		int m, lane, len;
 		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
 		u8* q = dst + (long long)(c.db + t.dOff[m] + (I)lane * a.dstep) * S;
 		const u8* const sa = sm + t.dBase[m] + c.ph;
-		const int* e = t.dElem + lane;
+		int i = lane;
 		const int kf = len >> a.lgd;
 		int k = 0;
 #pragma unroll 1
-		for (; k + UE <= kf; k += UE, q += UE * jump, e += UE * L)
+		for (; k + UE <= kf; k += UE, q += UE * jump, i += UE * L)
 #pragma unroll
-			for (int u = 0; u < UE; u++) storeElem(q + u * jump, sa + e[u * L]);
+			for (int u = 0; u < UE; u++) storeElem(q + u * jump, sa + elemOff(a, t.dElem, w0, i + u * L));
 		const int rest = kf - k + (lane < len - (kf << a.lgd) ? 1 : 0); // at most UE
 #pragma unroll
 		for (int u = 0; u < UE; u++)
-			if (u < rest) storeElem(q + u * jump, sa + e[u * L]);
+			if (u < rest) storeElem(q + u * jump, sa + elemOff(a, t.dElem, w0, i + u * L));
 	}
 }
 // Sibling words. Where src's first run dim a is a tile dim outside the dst
@@ -526,12 +541,12 @@ __device__ __forceinline__ void siblingsOf(unsigned x, const A& a, int& m, int& 
 // tile, read and dropped), its positions read from shared memory in an
 // order rotated by rot (so that the lanes of a warp read distinct banks);
 // the words at the runs' unaligned ends move item by item.
-__device__ __forceinline__ void siblingWord(u8* q0, const u8* sm, int s0, const int* e, int j, int mu, int len, int nr, long long jr, int rot) {
+__device__ __forceinline__ void siblingWord(u8* q0, const u8* sm, int s0, const A& a, const int* e, int w0, int j, int mu, int len, int nr, long long jr, int rot) {
 	const int p0 = 4 * j - mu;
 	if (p0 >= 0 && p0 + 4 <= len) {
 		u32 v[K];
 #pragma unroll
-		for (int i = 0; i < K; i++) v[i] = ldw(sm, s0 + e[p0 + ((i + rot) & 3)]);
+		for (int i = 0; i < K; i++) v[i] = ldw(sm, s0 + elemOff(a, e, w0, p0 + ((i + rot) & 3)));
 		transpose4(v);
 #pragma unroll
 		for (int r = 0; r < K; r++)
@@ -541,7 +556,7 @@ __device__ __forceinline__ void siblingWord(u8* q0, const u8* sm, int s0, const 
 #pragma unroll
 	for (int i = 0; i < K; i++) {
 		const int p = p0 + i;
-		if (p >= 0 && p < len) putSiblings(q0 + 4 * j + i, ldw(sm, s0 + e[p]), nr, jr);
+		if (p >= 0 && p < len) putSiblings(q0 + 4 * j + i, ldw(sm, s0 + elemOff(a, e, w0, p)), nr, jr);
 	}
 }
 // storeSiblings writes dst runs a group of siblings at a time, each lane
@@ -549,6 +564,7 @@ __device__ __forceinline__ void siblingWord(u8* q0, const u8* sm, int s0, const 
 __device__ __forceinline__ void storeSiblings(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
 	const long long jr = a.gds;
+	const int w0 = a.w[a.dord[0]];
 	for (int it = threadIdx.x; it < (a.gn << a.lgd); it += NT) {
 		const int lane = it & (L - 1), rot = (lane >> 3) & 3;
 		int m, g, nr, len = a.ld;
@@ -563,7 +579,7 @@ __device__ __forceinline__ void storeSiblings(u8* dst, const u8* sm, const A& a,
 		u8* const q0 = p - mu;
 		const int s0 = t.dBase[m] + c.ph, nw = (len + mu + 3) >> 2;
 #pragma unroll 1
-		for (int j = lane; j < nw; j += L) siblingWord(q0, sm, s0, t.dElem, j, mu, len, nr, jr, rot);
+		for (int j = lane; j < nw; j += L) siblingWord(q0, sm, s0, a, t.dElem, w0, j, mu, len, nr, jr, rot);
 	}
 }
 // storeWords writes contiguous dst runs of items of 3 bytes or more that
@@ -577,6 +593,7 @@ __device__ __forceinline__ void storeSiblings(u8* dst, const u8* sm, const A& a,
 // time, it was slower than storeElems (measured on an H100, Knobs.WordStore).
 __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
 	const int L = 1 << a.lgd;
+	const int w0 = a.w[a.dord[0]];
 	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
 		int m, lane, len;
 		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
@@ -587,10 +604,10 @@ __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, co
 			const int p = b0 / S, r = b0 - p * S;
 			if (b0 >= 0 && b0 + 4 <= nb) {
 				const int i0 = a.dstep > 0 ? p : len - 1 - p;
-				const u32 v0 = ldw(sm, s0 + t.dElem[i0] + r);
+				const u32 v0 = ldw(sm, s0 + elemOff(a, t.dElem, w0, i0) + r);
 				u32 v = v0;
 				if (S - r < 4) { // the word ends in the next item
-					const u32 v1 = ldw(sm, s0 + t.dElem[a.dstep > 0 ? p + 1 : len - 2 - p]);
+					const u32 v1 = ldw(sm, s0 + elemOff(a, t.dElem, w0, a.dstep > 0 ? p + 1 : len - 2 - p));
 					const int k = 8 * (S - r);
 					v = (v0 & ((1u << k) - 1)) | (v1 << k);
 				}
@@ -599,7 +616,7 @@ __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, co
 			}
 			for (int b = max(b0, 0); b < min(b0 + 4, nb); b++) {
 				const int q = b / S, i = a.dstep > 0 ? q : len - 1 - q;
-				p0[b] = sm[s0 + t.dElem[i] + (b - q * S)];
+				p0[b] = sm[s0 + elemOff(a, t.dElem, w0, i) + (b - q * S)];
 			}
 		}
 	}
