@@ -238,16 +238,23 @@ func TestEmulatedRunSteps(t *testing.T) {
 		{[]int64{23, 45, 67}, []int{2, 1, 0}, 1, false},
 		{[]int64{23, 45, 67}, []int{2, 1, 0}, 1, true},
 	} {
-		perm, err := layout.Dense(c.shape, c.item, layout.Perm(c.perm...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss := perm.Strides()
-		if c.flip {
-			ss[len(ss)-1] = -ss[len(ss)-1]
-		}
-		emuBoxTiles(t, r, "run-steps", c.shape, ss, c.item)
+		emuPermBoxTiles(t, r, "run-steps", c.shape, c.perm, c.item, c.flip)
 	}
+}
+
+// emuPermBoxTiles is emuBoxTiles of a src that permutes a dense view of
+// shape by perm, its last dim reversed where flip.
+func emuPermBoxTiles(t *testing.T, r *rand.Rand, what string, shape []int64, perm []int, item int, flip bool) {
+	t.Helper()
+	p, err := layout.Dense(shape, item, layout.Perm(perm...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := p.Strides()
+	if flip {
+		ss[len(ss)-1] = -ss[len(ss)-1]
+	}
+	emuBoxTiles(t, r, what, shape, ss, item)
 }
 
 // emuBoxTiles copies, in both tiers with box tiles of 4 KiB, a dense dst of
