@@ -76,16 +76,14 @@ type Knobs struct {
 	// with the src runs' tables before any load: the block's first barrier
 	// then waits for less.
 	OverlapTables bool
-	// CalcOffsets spares specialised box-tile kernels the element table's
-	// read an element in their dst runs' stores (0: none): 1 computes an
-	// element's shared-memory offset, i·w, where the dst runs have one dim
-	// (element-wise, sibling and word stores); 2 also has each thread of
-	// the element-wise store read the offsets of its own elements of a run
-	// from the table once a tile and hold them in registers, where they are
-	// the same for every run it writes and few (held ahead of 1). A table
-	// read is a shared-memory access an element, as many as the element's
-	// own, where 1-byte copies are bound by the shared-memory pipe.
-	CalcOffsets int
+	// CalcOffsets makes the box-tile kernel's element-wise, sibling and
+	// word stores compute each dst run element's shared-memory offset
+	// instead of reading it from the element table: i·w where the runs
+	// have one dim, and in specialised kernels from the run dims' extents
+	// and weights, compiled in. A table read is a shared-memory access an
+	// element, as many as the element's own, where 1- and 2-byte copies
+	// are bound by the shared-memory pipe.
+	CalcOffsets bool
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
 	// transposed in registers at a time (the template's storeSiblings),
@@ -170,7 +168,7 @@ var knobTable = [...]struct {
 	{"wordstore", func(k *Knobs) int { return k.WordStore }, func(k *Knobs, v int) { k.WordStore = v }},
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
-	{"calcoffsets", func(k *Knobs) int { return k.CalcOffsets }, func(k *Knobs, v int) { k.CalcOffsets = v }},
+	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
 }
 
 func b2i(b bool) int {
@@ -483,8 +481,6 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
 	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
-	case k.CalcOffsets < 0 || k.CalcOffsets > 2:
-		return fmt.Errorf("%w: %v: calcoffsets=%d is not 0, 1 or 2", ErrTuning, sig, k.CalcOffsets)
 	case k.WordStore < 0:
 		return fmt.Errorf("%w: %v: wordstore=%d is negative", ErrTuning, sig, k.WordStore)
 	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:

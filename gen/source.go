@@ -45,7 +45,7 @@ type kernelData struct {
 	KE            int          // btile: strided elements a thread loads before it stores them
 	ElemStore     bool         // btile: dst runs written one element per thread
 	OverlapTables bool         // btile: dst tables built while the first tile's words are in flight (Knobs.OverlapTables)
-	CalcOffsets   int          // btile: specialised kernels spare the element table's reads (Knobs.CalcOffsets)
+	CalcOffsets   bool         // btile: dst run elements' shared-memory offsets computed (Knobs.CalcOffsets)
 	WordStore     int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
 	Pow2          bool         // S is a power of two: one gather case
 	Gather        []gatherCase // the store phase's granule maps, by the piece's start within an element

@@ -43,7 +43,7 @@ var (
 		{"unroll", []int{1, 2, 3}},
 		{"elemstore", []int{0, 1}},
 		{"overlaptables", []int{0, 1}},
-		{"calcoffsets", []int{0, 1, 2}},
+		{"calcoffsets", []int{0, 1}},
 	}
 )
 

@@ -210,13 +210,13 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, TileBytes: 7, LoadLanes: 8, StoreLanes: 9, ElemStore: true, Siblings: true, GatherWord: 12, Specialise: true, WordStore: 14, SpecialiseDims: 15, OverlapTables: true, CalcOffsets: 17}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, TileBytes: 7, LoadLanes: 8, StoreLanes: 9, ElemStore: true, Siblings: true, GatherWord: 12, Specialise: true, WordStore: 14, SpecialiseDims: 15, OverlapTables: true, CalcOffsets: true}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}
 	for i, name := range gen.KnobNames() {
 		v := i + 1
-		if name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "siblings" || name == "specialise" {
+		if name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "calcoffsets" || name == "siblings" || name == "specialise" {
 			v = 1
 		}
 		if got := knobValue(k, name); got != v {

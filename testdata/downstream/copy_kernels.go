@@ -179,7 +179,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsign
 // knobsSkTileNd2F0I4V4I32 are the launch parameters srcSkTileNd2F0I4V4I32 was rendered with.
 var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	BlockBytes:     1,
-	CalcOffsets:    0,
+	CalcOffsets:    false,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadLanes:      1,
@@ -327,7 +327,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 // knobsSkTileNd4F1I2V8I32 are the launch parameters srcSkTileNd4F1I2V8I32 was rendered with.
 var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	BlockBytes:     1,
-	CalcOffsets:    0,
+	CalcOffsets:    false,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadLanes:      1,
@@ -444,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned
 // knobsSkElemNd7I4V1I32 are the launch parameters srcSkElemNd7I4V1I32 was rendered with.
 var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	BlockBytes:     1,
-	CalcOffsets:    0,
+	CalcOffsets:    false,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadLanes:      1,

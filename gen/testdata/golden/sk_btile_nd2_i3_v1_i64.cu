@@ -42,8 +42,7 @@ enum { NT = 128 }; // threads per block
 enum { KE = 4 }; // elements of a strided run a thread loads before it stores them
 enum { ES = 1 }; // 1: dst runs written one element per thread
 enum { OT = 1 }; // 1: the dst runs' tables built while the block's first tile's words are in flight
-enum { CO = 0 }; // specialised only: 1, dst run elements' shared-memory offsets computed where the runs have one dim (elemOff); 2, also held in registers (storeElemsHeld)
-enum { EH = 8 };       // storeElemsHeld: most elements of a run a thread writes
+enum { CO = 0 }; // 1 (specialised only): dst run elements' shared-memory offsets computed where the runs have one dim (elemOff)
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 // A is the argument block, written from gen's description of it (args.go).
@@ -390,7 +389,7 @@ __device__ __forceinline__ void loadStridedItems(u8* sm, const u8* src, const A&
 // runs of several dims from their compiled-in extents and weights was
 // slower too (up to 2 times for 1-byte runs of three and four dims).
 __device__ __forceinline__ int elemOff(const A& a, const int* tB, int w0, int i) {
-	return CO >= 1 && a.ndr == 1 ? i * w0 : tB[i];
+	return CO && a.ndr == 1 ? i * w0 : tB[i];
 }
 // runLow returns the lowest byte of a contiguous dst run of len items whose
 // first item lies off items from dst and whose items step by step (±1).
@@ -554,28 +553,6 @@ __device__ __forceinline__ void storeElem(u8* q, const u8* s) {
 #pragma unroll
 	for (int g = 0; g < S / G; g++) st_g(q + g * G, lds_g(s + g * G));
 }
-// storeElemsHeld is storeElems where a thread's lane is the same in every
-// run it writes (the lanes L divide the block's threads) and it writes at
-// most EH elements of a run: it reads its elements' offsets from the
-// element table once a tile, holds them in registers, and writes each run
-// with them (CO >= 2, the specialised tier, where their count is a
-// constant).
-__device__ __forceinline__ void storeElemsHeld(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
-	const int L = 1 << a.lgd, lane = threadIdx.x & (L - 1), ne = (a.ld + L - 1) >> a.lgd;
-	const long long jump = (long long)a.dstep * S << a.lgd;
-	int off[EH];
-#pragma unroll
-	for (int u = 0; u < EH; u++) off[u] = u < ne && lane + u * L < a.ld ? t.dElem[lane + u * L] : 0;
-	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
-		int m, l, len;
-		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, l, len)) continue;
-		u8* const q = dst + (long long)(c.db + t.dOff[m] + (I)lane * a.dstep) * S;
-		const u8* const sa = sm + t.dBase[m] + c.ph;
-#pragma unroll
-		for (int u = 0; u < EH; u++)
-			if (u < ne && lane + u * L < len) storeElem(q + u * jump, sa + off[u]);
-	}
-}
 // storeElems writes dst runs one element per thread (strided runs, or ES),
 // each thread's elements L apart (jump bytes in dst). The lanes of a run
 // first take the steps all of them take, UE at a time, then the rest (the
@@ -590,10 +567,6 @@ __device__ __forceinline__ void storeElemsHeld(u8* dst, const u8* sm, const A& a
 // whose lanes' lengths differed in two, and ran 1- and 2-byte copies up
 // to 1.5 times slower.
 __device__ __forceinline__ void storeElems(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
-	if (CO >= 2 && NT % (1 << a.lgd) == 0 && ((a.ld + (1 << a.lgd) - 1) >> a.lgd) <= EH) {
-		storeElemsHeld(dst, sm, a, t, c);
-		return;
-	}
 	const int L = 1 << a.lgd;
 	const long long jump = (long long)a.dstep * S << a.lgd;
 	const int w0 = a.w[a.dord[0]];
