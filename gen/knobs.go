@@ -76,13 +76,13 @@ type Knobs struct {
 	// with the src runs' tables before any load: the block's first barrier
 	// then waits for less.
 	OverlapTables bool
-	// CalcOffsets makes the box-tile kernel's element-wise, sibling and
-	// word stores compute each dst run element's shared-memory offset
-	// instead of reading it from the element table: i·w where the runs
-	// have one dim, and in specialised kernels from the run dims' extents
-	// and weights, compiled in. A table read is a shared-memory access an
-	// element, as many as the element's own, where 1- and 2-byte copies
-	// are bound by the shared-memory pipe.
+	// CalcOffsets makes specialised box-tile kernels whose dst runs have
+	// one dim compute, in the element-wise, sibling and word stores, each
+	// run element's shared-memory offset, i·w, instead of reading it from
+	// the element table. A table read is a shared-memory access an
+	// element, as many as the element's own, where 1-byte copies are bound
+	// by the shared-memory pipe. Generic kernels, and runs of several
+	// dims, keep the table: there the arithmetic cost more than the read.
 	CalcOffsets bool
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
