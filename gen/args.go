@@ -105,6 +105,7 @@ var boxArgs = []argField{
 	{"lgs", i32, 1, "log2 threads per run: strided load"},
 	{"lgd", i32, 1, "log2 threads per run: store"},
 	{"c0", i32, 1, "shared-memory base of every dst run"},
+	{"grain", i32, 1, "src slots' grain: a tile's phase is its src run 0's address modulo it"},
 	{"rgs", i32, tilegeom.MaxRagged, "ragged dims outside the src runs (-1: none)"},
 	{"rgd", i32, tilegeom.MaxRagged, "ragged dims outside the dst runs (-1: none)"},
 	{"lasts", i32, 1, "the last src run dim, if ragged (-1: none)"},

@@ -78,6 +78,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	w.put("lgs", int64(lgs))
 	w.put("lgd", int64(lgd))
 	w.put("c0", g.C0)
+	w.put("grain", g.Grain)
 	var rs, rd [tilegeom.MaxRagged]int64
 	w.put("rgs", ints(&rs, g.RaggedSrc)...)
 	w.put("rgd", ints(&rd, g.RaggedDst)...)

@@ -84,6 +84,13 @@ type Knobs struct {
 	// by the shared-memory pipe. Generic kernels, and runs of several
 	// dims, keep the table: there the arithmetic cost more than the read.
 	CalcOffsets bool
+	// LoadGrain is the grain the planner lays a box tile's src runs out
+	// at in shared memory (layout.PlanOptions.LoadGrain): 4 (or 0) for
+	// 4-byte words, 16 for 16-byte chunks where the plan allows them
+	// without bank conflicts in the store phase. A kernel specialised to
+	// such a plan stages its contiguous src runs with 16-byte cp.async
+	// copies, a quarter of the word copies; generic kernels keep words.
+	LoadGrain int
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
 	// transposed in registers at a time (the template's storeSiblings),
@@ -169,6 +176,7 @@ var knobTable = [...]struct {
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
 	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
+	{"loadgrain", func(k *Knobs) int { return k.LoadGrain }, func(k *Knobs, v int) { k.LoadGrain = v }},
 }
 
 func b2i(b bool) int {

@@ -20,14 +20,15 @@ import (
 	"sync/atomic"
 
 	"github.com/stridekit/stridekit/gen"
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
 
 // PlanOptions returns the planner options for copies on dev between views
 // whose lowest bytes are dst and src: the real alignment of both pointers
-// (never assumed), and the box-tile size of dev's tuning for items of
-// itemsize bytes.
+// (never assumed), and the box-tile size and load grain of dev's tuning for
+// items of itemsize bytes.
 func PlanOptions(dev *cuda.Device, dst, src cuda.DevicePtr, itemsize int) layout.PlanOptions {
 	return planOptions(dev, PtrAlign(uintptr(dst)), PtrAlign(uintptr(src)), itemsize)
 }
@@ -38,7 +39,8 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 	if dev != nil {
 		arch = dev.Arch()
 	}
-	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: tileBytes(arch, itemsize)}
+	tb, grain := boxTuning(arch, itemsize)
+	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: tb, LoadGrain: grain}
 }
 
 // A PlanOption sets a planner option of a binding (BindInto) beyond the
@@ -51,7 +53,7 @@ type PlanOption func(*layout.PlanOptions)
 // across a peer link.
 func Gather(o *layout.PlanOptions) { o.Gather = true }
 
-// ResetTuning forgets the box-tile sizes looked up so far, so that plans
+// ResetTuning forgets the box-tile sizes and grains looked up so far, so that plans
 // made after a gen.Override see it (the tuner calls it).
 func ResetTuning() {
 	for a := range tileCache {
@@ -61,23 +63,35 @@ func ResetTuning() {
 	}
 }
 
-// tileCache memoises the box-tile size by architecture (below 128) and
-// item size (1..16): KnobsFor walks the tuning table, too slow for every
-// plan. 0 means not yet looked up.
+// tileCache memoises the box tile's size and load grain by architecture
+// (below 128) and item size (1..16), the size times 32 plus the grain:
+// KnobsFor walks the tuning table, too slow for every plan. 0 means not
+// yet looked up.
 var tileCache [128][layout.MaxVectorBytes + 1]atomic.Int32
 
-func tileBytes(arch, item int) int {
+// boxTuning returns the TileBytes and LoadGrain knobs of box tiles of
+// item-byte elements on arch.
+func boxTuning(arch, item int) (tileBytes, grain int) {
 	item = min(max(item, 1), layout.MaxVectorBytes)
+	look := func() (int, int) {
+		k := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
+		if k.LoadGrain != tilegeom.ChunkGrain {
+			return k.TileBytes, 0 // words: any other value
+		}
+		return k.TileBytes, k.LoadGrain
+	}
 	if arch < 0 || arch >= len(tileCache) {
-		return gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch).TileBytes
+		return look()
 	}
 	c := &tileCache[arch][item]
 	if v := c.Load(); v != 0 {
-		return int(v)
+		return int(v >> 5), int(v & 31)
 	}
-	v := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch).TileBytes
-	c.Store(int32(v))
-	return v
+	tileBytes, grain = look()
+	if tileBytes < 1<<25 && grain >= 0 && grain < 32 {
+		c.Store(int32(tileBytes<<5 | grain))
+	}
+	return tileBytes, grain
 }
 
 // PtrAlign returns the alignment of address p, at most 16 (what the planner

@@ -16,6 +16,7 @@ import (
 	"github.com/stridekit/stridekit/internal/cudaemu"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/internal/testenv"
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
@@ -195,7 +196,8 @@ func nvrtcOK() bool {
 }
 
 // TestNVRTCCompileSpecialised compiles kernels specialised to the plans of
-// random pairs of every kind (gen.SpecialisedSource) for sm_80 and sm_90,
+// random pairs of every kind (gen.SpecialisedSource; box tiles at both
+// load grains) for sm_80 and sm_90,
 // in NVRTC's default dialect and in C++03, failing on any error or
 // warning.
 func TestNVRTCCompileSpecialised(t *testing.T) {
@@ -208,9 +210,10 @@ func TestNVRTCCompileSpecialised(t *testing.T) {
 	var b strings.Builder
 	var names []string
 	for _, kind := range pairgen.Kinds {
-		for range n {
+		for i := range n {
 			c := pairgen.RandomKind(r, 1<<20, kind)
-			p, err := layout.PlanCopy(c.Dst, c.Src, layout.PlanOptions{DstAlign: 16, SrcAlign: 4})
+			grain := []int{tilegeom.ChunkGrain, 0}[i%2] // box tiles loaded in chunks (loadChunks) and in words
+			p, err := layout.PlanCopy(c.Dst, c.Src, layout.PlanOptions{DstAlign: 16, SrcAlign: 4, LoadGrain: grain})
 			if err != nil {
 				t.Fatal(err)
 			}

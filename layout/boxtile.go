@@ -258,7 +258,7 @@ type tileChooser struct {
 // sharedBytes is the shared memory of the tile so far
 // (tilegeom.BoxSharedBytesSorted).
 func (c *tileChooser) sharedBytes() int64 {
-	return tilegeom.BoxSharedBytesSorted(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item)
+	return tilegeom.BoxSharedBytesSorted(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item, tilegeom.WordGrain)
 }
 
 // runLen returns the elements of the run of the side whose dims by
@@ -339,9 +339,117 @@ func (c *tileChooser) setExtent(k int, e int64) bool {
 	return true
 }
 
-// boxGeometry fills p.Box for a ClassBoxTile plan whose index width is set.
-func boxGeometry(p *Plan) {
-	p.Box.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, int64(p.Sig.Itemsize), p.Sig.Index64)
+// boxGeometry fills p.Box for a ClassBoxTile plan whose index width is set,
+// its src slots at tilegeom.ChunkGrain if grain asks for it, the src runs
+// are contiguous, the copy moves at least boxChoiceBytes (below, its time is
+// its launch's, and its first copy's host time is kept) and the store
+// phase's reads meet no more bank conflicts (storeConflicts); else at
+// tilegeom.WordGrain. The tile was sized at WordGrain, so it is the same
+// either way.
+func boxGeometry(p *Plan, grain int64) {
+	item := int64(p.Sig.Itemsize)
+	g := p.Box
+	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, tilegeom.WordGrain, p.Sig.Index64)
+	if grain != tilegeom.ChunkGrain || g.Src.Step != 1 && g.Src.Step != -1 || smallCopy(p.Shape, item) {
+		return // strided src runs move element by element; a small copy's time is its launch's
+	}
+	var w [MaxBoxNDim]int64
+	tilegeom.BoxSrcWeights(&g.Src, p.SrcStrides, p.Tile, item, tilegeom.ChunkGrain, w[:len(p.Tile)])
+	idx := int64(4)
+	if p.Sig.Index64 {
+		idx = 8
+	}
+	if tilegeom.BoxSharedBytes(g.Src, g.Dst, p.Tile, item, tilegeom.ChunkGrain, idx) > tilegeom.MaxBoxSharedBytes ||
+		!sameFirst(g, &w, p.Tile) && storeConflicts(g, &w, p.Tile, item) > storeConflicts(g, &g.W, p.Tile, item) {
+		return
+	}
+	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, tilegeom.ChunkGrain, p.Sig.Index64)
+}
+
+// sameFirst reports whether the weights w give a dst run's first 32
+// elements the shared-memory offsets g.W gives them (their dims' steps are
+// the same), so that their reads meet the same banks.
+func sameFirst(g *tilegeom.BoxGeometry, w *[MaxBoxNDim]int64, tile []int64) bool {
+	span := int64(1)
+	for _, k := range g.Dst.Order[:g.Dst.NRun] {
+		if span >= 32 {
+			break
+		}
+		if w[k] != g.W[k] {
+			return false
+		}
+		span *= tile[k]
+	}
+	return true
+}
+
+// storeConflicts returns the shared-memory wavefronts a warp's reads of the
+// first 32 elements of a dst run take (the element store's reads: one
+// element a lane) with the src slots' weights w, summed over the four
+// phases a tile's slots may have modulo 4 (a phase of 4 more moves every
+// word to the next bank, which keeps the count). Slots at 16-byte chunks
+// change the steps between them (tilegeom.BoxSrcWeights), and with them
+// the banks that consecutive dst elements fall in: measured on an H200,
+// chunked tiles ran up to 1.3 times slower where their steps put twice the
+// words in a bank, the same or faster where they did not.
+func storeConflicts(g *tilegeom.BoxGeometry, w *[MaxBoxNDim]int64, tile []int64, item int64) int {
+	n := min(g.Dst.RunLen, 32)
+	var off [32]int64
+	var c [MaxBoxNDim]int64 // element i's coordinates along the run's dims, a counter
+	run := g.Dst.Order[:g.Dst.NRun]
+	for i := int64(1); i < n; i++ {
+		off[i] = off[i-1]
+		for d, k := range run {
+			if c[d]++; c[d] < tile[k] {
+				off[i] += w[k]
+				break
+			}
+			off[i] -= (tile[k] - 1) * w[k]
+			c[d] = 0
+		}
+	}
+	var sc banks
+	sum := 0
+	for ph := range int64(4) {
+		sum += sc.wavefronts(off[:n], ph, item)
+	}
+	return sum
+}
+
+// banks is wavefronts' scratch: each bank's words as a list threaded
+// through next (most lists hold a word or two).
+type banks struct {
+	head [32]int16
+	per  [32]int
+	next [32 * 5]int16 // an item of 16 bytes at any offset spans 5 words
+	word [32 * 5]int64
+}
+
+// wavefronts returns the most distinct 4-byte words in one of the 32
+// banks among the words that items of item bytes at byte offsets off+ph
+// touch: the wavefronts a shared-memory read of them takes.
+func (s *banks) wavefronts(off []int64, ph, item int64) int {
+	for b := range s.head {
+		s.head[b], s.per[b] = -1, 0
+	}
+	n, most := int16(0), 0
+	for _, o := range off {
+		for x := (o + ph) >> 2; x <= (o+ph+min(item, 16)-1)>>2; x++ {
+			b := x & 31
+			i := s.head[b]
+			for i >= 0 && s.word[i] != x {
+				i = s.next[i]
+			}
+			if i >= 0 {
+				continue // a word already read
+			}
+			s.word[n], s.next[n], s.head[b] = x, s.head[b], n
+			n++
+			s.per[b]++
+			most = max(most, s.per[b])
+		}
+	}
+	return most
 }
 
 // splitRunBytes is the longest dst run, in bytes, of a box tile of 3-byte

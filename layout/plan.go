@@ -20,6 +20,13 @@ type PlanOptions struct {
 	// kernel stages one tile in shared memory); 0 means DefaultTileBytes.
 	// Values are clamped to [MinTileBytes, MaxTileBytes].
 	TileBytes int
+	// LoadGrain is the grain a ClassBoxTile plan lays its src runs out at
+	// in shared memory (tilegeom.BoxSrcWeights): 0 or 4 for 4-byte words,
+	// 16 for 16-byte chunks where the plan allows them without bank
+	// conflicts in the store phase (boxGeometry). The kernel loads the runs
+	// in grains of that size where it is specialised to the plan, in words
+	// otherwise.
+	LoadGrain int
 	// Gather plans a copy that would be ClassElementwise, ClassTile or
 	// ClassBoxTile as ClassGather: dst written in its own order, whole
 	// lines of a dense dst, src read scattered. For copies whose writes
@@ -208,6 +215,9 @@ func checkPair(dst, src Layout, opt PlanOptions) error {
 	if opt.TileBytes < 0 {
 		return fmt.Errorf("%w: PlanOptions.TileBytes = %d is negative", ErrOption, opt.TileBytes)
 	}
+	if g := opt.LoadGrain; g != 0 && g != tilegeom.WordGrain && g != tilegeom.ChunkGrain {
+		return fmt.Errorf("%w: PlanOptions.LoadGrain = %d is not 0, 4 or 16", ErrOption, g)
+	}
 	if dst.itemsize != src.itemsize {
 		return fmt.Errorf("%w: dst itemsize %d differs from src itemsize %d", ErrItemsize, dst.itemsize, src.itemsize)
 	}
@@ -264,7 +274,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 			box = new(tilegeom.BoxGeometry)
 		}
 		p.Box = box
-		boxGeometry(p)
+		boxGeometry(p, int64(opt.LoadGrain))
 	}
 	return nil
 }

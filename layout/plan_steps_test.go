@@ -273,7 +273,7 @@ func TestPropBoxTile(t *testing.T) {
 		if vol > 1 && vol*item > cap {
 			t.Fatalf("tile %v of %d bytes over %d", tile, vol*item, cap)
 		}
-		if b := tilegeom.BoxSharedBytes(src, dst, tile, item, 8); b > tilegeom.MaxBoxSharedBytes {
+		if b := tilegeom.BoxSharedBytes(src, dst, tile, item, tilegeom.WordGrain, 8); b > tilegeom.MaxBoxSharedBytes {
 			t.Fatalf("tile %v needs %d bytes of shared memory", tile, b)
 		}
 		for _, b := range []*tilegeom.BoxSide{&src, &dst} {

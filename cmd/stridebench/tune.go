@@ -61,7 +61,8 @@ Families, one table entry each, and the knobs swept:
   btile/S   box tiles of S-byte items, S in 1 2 3 4 8 12 16:
             threads 128 256 512, tilebytes 8192 16384 24576 32768,
             loadlanes 4 8 16 32, storelanes 1 2 4 8, blockbytes 1 16384 65536,
-            elemstore 0 1, overlaptables 0 1, calcoffsets 0 1;
+            elemstore 0 1, overlaptables 0 1, calcoffsets 0 1,
+            loadgrain 4 16;
             cases: the first three of a 2-d transpose with odd extents,
             NCHW->NHWC with 3 channels, a 5-d permutation of short dims and
             a 2-d transpose with a 13-item fast dim that plan as box tiles

@@ -44,6 +44,7 @@ var (
 		{"elemstore", []int{0, 1}},
 		{"overlaptables", []int{0, 1}},
 		{"calcoffsets", []int{0, 1}},
+		{"loadgrain", []int{4, 16}},
 	}
 )
 

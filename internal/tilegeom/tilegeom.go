@@ -138,13 +138,54 @@ func SideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
 	b.Runs = vol / b.RunLen
 }
 
+// The src runs' slots are laid out at a grain: every slot's shared-memory
+// address equals its src address modulo the grain, up to one phase common
+// to the tile, so a contiguous run moves as the aligned grains that cover
+// it. WordGrain (4-byte cp.async words) also keeps every step between slots
+// an odd number of 4-byte words, so that the store phase's threads, which
+// read consecutive elements of a dst run one such step apart, fall in 32
+// different banks. ChunkGrain (16-byte cp.async chunks, a quarter of the
+// copies) cannot keep that in general: a step of U + (src stride·item mod
+// 16) with U a multiple of 16 has an odd number of words only where the
+// stride's remainder does, so the planner takes it where the store phase's
+// reads meet no more bank conflicts than at WordGrain.
+const (
+	WordGrain  = 4
+	ChunkGrain = 16
+)
+
 // BoxRunPitch returns the first step between src run slots in shared
-// memory for runs of runLen elements of item bytes: room for the run's
-// bytes plus the word that a run starting at any address modulo 4 may add,
-// a multiple of 4 whose quarter is odd, so that neighbouring slots start in
-// different banks.
-func BoxRunPitch(runLen, item int64) int64 {
+// memory for runs of runLen elements of item bytes laid out at grain
+// (WordGrain or ChunkGrain): room for the run's bytes plus the grain that a
+// run starting at any address modulo the grain may add, a multiple of the
+// grain; at WordGrain one whose quarter is odd, so that neighbouring slots
+// start in different banks; at ChunkGrain an odd number of chunks, so that
+// the chunks of 8 neighbouring slots land in 8 different groups of 4 banks.
+func BoxRunPitch(runLen, item, grain int64) int64 {
+	if grain == ChunkGrain {
+		return oddChunks((runLen*item+ChunkGrain-1)&^(ChunkGrain-1) + ChunkGrain)
+	}
 	return oddWords((runLen*item+3)&^3 + 4)
+}
+
+// nextPitch returns the step U_{i+1} between slots along the next dim
+// outside the runs, from the step U_i of t slots along the previous one
+// (each slot step of that dim up to a grain more than U_i).
+func nextPitch(t, u, grain int64) int64 {
+	if grain == ChunkGrain {
+		return oddChunks(t * (u + ChunkGrain))
+	}
+	return oddWords(t * (u + 4))
+}
+
+// oddChunks returns the multiple of 16 u, or u+16 where u/16 is even: a
+// step of an odd number of 16-byte chunks, so that a warp's 16-byte copies
+// into 8 neighbouring slots fall in 8 different groups of 4 banks.
+func oddChunks(u int64) int64 {
+	if (u/16)%2 == 0 {
+		return u + 16
+	}
+	return u
 }
 
 // oddWords returns the multiple of 4 u, or u+4 where u/4 is even: a step
@@ -158,18 +199,19 @@ func oddWords(u int64) int64 {
 	return u
 }
 
-// BoxSrcWeights lays out a box tile's src runs in shared memory: it sets
-// w[k], for each tile dim k of the src side, to the bytes one index step of
-// k moves in shared memory, and returns the bytes the tile's data takes.
-// Within a run elements follow each other (reversed runs: backwards from
-// the run's last slot byte); from run to run the step along the i-th dim
-// outside the runs is U_i + (ss[k]·item mod 4), U_1 = BoxRunPitch and
-// U_{i+1} = t_i·(U_i + 4), each rounded up to an odd number of words
-// (oddWords). A slot's address then equals its src address
-// modulo 4 up to one phase common to the whole tile, so a run moves as the
-// aligned words that cover it, and no two slots' words overlap. ss may be
-// nil for the size alone (the weights then are not set).
-func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 {
+// BoxSrcWeights lays out a box tile's src runs in shared memory at grain
+// (WordGrain or ChunkGrain): it sets w[k], for each tile dim k of the src
+// side, to the bytes one index step of k moves in shared memory, and
+// returns the bytes the tile's data takes. Within a run elements follow
+// each other (reversed runs: backwards from the run's last slot byte);
+// from run to run the step along the i-th dim outside the runs is U_i +
+// (ss[k]·item mod grain), U_1 = BoxRunPitch and U_{i+1} = t_i·(U_i +
+// grain), at WordGrain each rounded up to an odd number of words
+// (oddWords). A slot's address then equals its src address modulo the
+// grain up to one phase common to the whole tile, so a run moves as the
+// aligned grains that cover it, and no two slots' grains overlap. ss may
+// be nil for the size alone (the weights then are not set).
+func BoxSrcWeights(src *BoxSide, ss, tile []int64, item, grain int64, w []int64) int64 {
 	x := item
 	if src.Step == -1 {
 		x = -item
@@ -181,15 +223,15 @@ func BoxSrcWeights(src *BoxSide, ss, tile []int64, item int64, w []int64) int64 
 		}
 		x *= tile[k]
 	}
-	u := BoxRunPitch(src.RunLen, item)
+	u := BoxRunPitch(src.RunLen, item, grain)
 	for i := src.NRun; i < src.NDims; i++ {
 		k := src.Order[i]
 		if w != nil {
-			w[k] = u + ((ss[k]*item)%4+4)%4
+			w[k] = u + ((ss[k]*item)%grain+grain)%grain
 		}
-		u = oddWords(tile[k] * (u + 4))
+		u = nextPitch(tile[k], u, grain)
 	}
-	return u + 4
+	return u + grain
 }
 
 // BoxShared is the shared-memory layout of a box tile kernel: the src
@@ -208,12 +250,12 @@ type BoxShared struct {
 }
 
 // BoxSharedLayout returns the shared-memory layout of a box tile kernel for
-// the tile tile with these sides, elements of item bytes and indices of
-// idxBytes (4 or 8).
-func BoxSharedLayout(src, dst BoxSide, tile []int64, item, idxBytes int64) BoxShared {
+// the tile tile with these sides, elements of item bytes, src slots at
+// grain and indices of idxBytes (4 or 8).
+func BoxSharedLayout(src, dst BoxSide, tile []int64, item, grain, idxBytes int64) BoxShared {
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
 	var l BoxShared
-	l.G = al(BoxSrcWeights(&src, nil, tile, item, nil))
+	l.G = al(BoxSrcWeights(&src, nil, tile, item, grain, nil))
 	l.H = l.G + al(src.Runs*idxBytes)
 	l.A = l.H + al(dst.Runs*idxBytes)
 	l.B = l.A + al(dst.Runs*4)
@@ -226,18 +268,18 @@ func BoxSharedLayout(src, dst BoxSide, tile []int64, item, idxBytes int64) BoxSh
 
 // BoxSharedBytes returns the shared memory a box tile kernel needs:
 // BoxSharedLayout's Total.
-func BoxSharedBytes(src, dst BoxSide, tile []int64, item, idxBytes int64) int64 {
-	return BoxSharedLayout(src, dst, tile, item, idxBytes).Total
+func BoxSharedBytes(src, dst BoxSide, tile []int64, item, grain, idxBytes int64) int64 {
+	return BoxSharedLayout(src, dst, tile, item, grain, idxBytes).Total
 }
 
 // BoxSharedBytesSorted is BoxSharedBytes of the tile tile for idxBytes of 8,
 // from both views' dims already sorted by |stride| (SortedDims of ss and
 // ds) rather than from their sides: one pass over each view's dims, for
 // the planner, which sizes a tile by trying extents one after another.
-func BoxSharedBytesSorted(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item int64) int64 {
+func BoxSharedBytesSorted(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item, grain int64) int64 {
 	al := func(x int64) int64 { return (x + 15) &^ 15 }
-	_, sRuns, g := sideSize(sOrd, shape, ss, tile, item)
-	dLen, dRuns, _ := sideSize(dOrd, shape, ds, tile, item)
+	_, sRuns, g := sideSize(sOrd, shape, ss, tile, item, grain)
+	dLen, dRuns, _ := sideSize(dOrd, shape, ds, tile, item, grain)
 	return al(g) + al(sRuns*8) + al(dRuns*8) + al(dRuns*4) + al(dLen*4) + al(sRuns*8) + al(dRuns*8) + al(sRuns*4)
 }
 
@@ -245,7 +287,7 @@ func BoxSharedBytesSorted(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item i
 // |stride| are ord, its run length and runs (SideFromOrder's RunLen and
 // Runs) and the bytes its src slots take (BoxSrcWeights's result, were it
 // the src side).
-func sideSize(ord []int8, shape, strides, tile []int64, item int64) (runLen, runs, g int64) {
+func sideSize(ord []int8, shape, strides, tile []int64, item, grain int64) (runLen, runs, g int64) {
 	runLen, runs = 1, 1
 	prev, inRun := -1, true
 	var u int64
@@ -262,15 +304,15 @@ func sideSize(ord []int8, shape, strides, tile []int64, item int64) (runLen, run
 				continue
 			}
 			inRun = false
-			u = BoxRunPitch(runLen, item)
+			u = BoxRunPitch(runLen, item, grain)
 		}
 		runs *= t
-		u = oddWords(t * (u + 4))
+		u = nextPitch(t, u, grain)
 	}
 	if inRun {
-		u = BoxRunPitch(runLen, item)
+		u = BoxRunPitch(runLen, item, grain)
 	}
-	return runLen, runs, u + 4
+	return runLen, runs, u + grain
 }
 
 // MaxRagged is the most ragged dims a box tile may have outside a side's
@@ -330,17 +372,21 @@ type BoxGeometry struct {
 	// Shared is the shared-memory layout (BoxSharedLayout) for the plan's
 	// index width.
 	Shared BoxShared
+	// Grain is the grain the src slots are laid out at (WordGrain or
+	// ChunkGrain; BoxSrcWeights).
+	Grain int64
 }
 
 // Set sets g to the geometry of the box tile tile over a canonical form
-// (shape, dst and src strides in elements of item bytes), for indices of
-// 64 bits if index64, else 32. The tile must have at most MaxRagged ragged
-// dims outside either side's runs (BoxRagged's ok), as the planner's tiles
-// do; else the ragged answers are incomplete.
-func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item int64, index64 bool) {
+// (shape, dst and src strides in elements of item bytes), its src slots at
+// grain, for indices of 64 bits if index64, else 32. The tile must have at
+// most MaxRagged ragged dims outside either side's runs (BoxRagged's ok),
+// as the planner's tiles do; else the ragged answers are incomplete.
+func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item, grain int64, index64 bool) {
 	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	g.Grain = grain
 	g.W = [MaxBoxNDim]int64{}
-	BoxSrcWeights(&g.Src, ss, tile, item, g.W[:len(tile)])
+	BoxSrcWeights(&g.Src, ss, tile, item, grain, g.W[:len(tile)])
 	g.C0 = 0
 	if g.Src.Step == -1 {
 		g.C0 = (g.Src.RunLen - 1) * item
@@ -351,7 +397,7 @@ func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item int64, index64 bool)
 	if index64 {
 		idx = 8
 	}
-	g.Shared = BoxSharedLayout(g.Src, g.Dst, tile, item, idx)
+	g.Shared = BoxSharedLayout(g.Src, g.Dst, tile, item, grain, idx)
 }
 
 // uabs is |x| as a uint64 (math.MinInt64 included).

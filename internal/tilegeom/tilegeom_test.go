@@ -75,24 +75,25 @@ func TestPropBoxSides(t *testing.T) {
 			checkSide(t, sd.b, shape, sd.strides, tile, vol)
 			checkRagged(t, sd.b, shape, tile)
 		}
-		checkSlots(t, src, ss, tile, item)
+		grain := int64(rapid.SampledFrom([]int{WordGrain, ChunkGrain}).Draw(t, "grain"))
+		checkSlots(t, src, ss, tile, item, grain)
 		var so, do [MaxBoxNDim]int8
-		want := BoxSharedBytes(src, dst, tile, item, 8)
-		if got := BoxSharedBytesSorted(SortedDims(so[:0], ss), SortedDims(do[:0], ds), shape, ds, ss, tile, item); got != want {
+		want := BoxSharedBytes(src, dst, tile, item, grain, 8)
+		if got := BoxSharedBytesSorted(SortedDims(so[:0], ss), SortedDims(do[:0], ds), shape, ds, ss, tile, item, grain); got != want {
 			t.Fatalf("BoxSharedBytesSorted = %d, BoxSharedBytes = %d", got, want)
 		}
 
 		index64 := rapid.Bool().Draw(t, "index64")
 		var g BoxGeometry
-		g.Set(shape, ds, ss, tile, item, index64)
+		g.Set(shape, ds, ss, tile, item, grain, index64)
 		w := make([]int64, n)
-		BoxSrcWeights(&src, ss, tile, item, w)
+		BoxSrcWeights(&src, ss, tile, item, grain, w)
 		idx := int64(4)
 		if index64 {
 			idx = 8
 		}
-		sl := BoxSharedLayout(src, dst, tile, item, idx)
-		if g.Src != src || g.Dst != dst || !slices.Equal(g.W[:n], w) || g.Shared != sl || sl.Total != BoxSharedBytes(src, dst, tile, item, idx) {
+		sl := BoxSharedLayout(src, dst, tile, item, grain, idx)
+		if g.Grain != grain || g.Src != src || g.Dst != dst || !slices.Equal(g.W[:n], w) || g.Shared != sl || sl.Total != BoxSharedBytes(src, dst, tile, item, grain, idx) {
 			t.Fatalf("geometry %+v for sides %+v / %+v, weights %v, shared %+v", g, src, dst, w, sl)
 		}
 		if c0 := (src.RunLen - 1) * item; src.Step == -1 && g.C0 != c0 || src.Step != -1 && g.C0 != 0 {
@@ -136,28 +137,31 @@ func checkRagged(t *rapid.T, b BoxSide, shape, tile []int64) {
 	}
 }
 
-// checkSlots checks BoxSrcWeights' shared-memory layout of the src runs:
-// every run's slot address minus its src address is the same modulo 4 (so
-// one phase per tile aligns them all), and for each of the four phases the
-// aligned words that cover a contiguous run (the bytes of a strided one) lie
-// within the data bytes and overlap no other run's.
-func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
+// checkSlots checks BoxSrcWeights' shared-memory layout of the src runs at
+// grain: every run's slot address minus its src address is the same modulo
+// the grain (so one phase per tile aligns them all), and for each phase
+// the aligned grains that cover a contiguous run (the bytes of a strided
+// one) lie within the data bytes and overlap no other run's. Every step
+// between slots is an odd number of grains.
+func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item, grain int64) {
 	w := make([]int64, len(tile))
-	data := BoxSrcWeights(&src, ss, tile, item, w)
-	if d2 := BoxSrcWeights(&src, nil, tile, item, nil); d2 != data {
+	data := BoxSrcWeights(&src, ss, tile, item, grain, w)
+	if d2 := BoxSrcWeights(&src, nil, tile, item, grain, nil); d2 != data {
 		t.Fatalf("data bytes %d with strides, %d without", data, d2)
 	}
-	// Each step from run to run is an odd number of words, give or take
-	// the src phase: 32 consecutive runs along any dim start in 32 banks.
+	// Each step from run to run is an odd multiple of the grain give or
+	// take the src phase: at WordGrain 32 consecutive runs along any dim
+	// start in 32 banks, at ChunkGrain 8 in 8 groups of 4.
 	for i := src.NRun; i < src.NDims; i++ {
 		k := src.Order[i]
-		if u := w[k] - ((ss[k]*item)%4+4)%4; u%4 != 0 || (u/4)%2 != 1 {
-			t.Fatalf("dim %d: step %d between slots is not an odd number of words (weights %v, tile %v)", k, w[k], w, tile)
+		u := w[k] - ((ss[k]*item)%grain+grain)%grain
+		if u%grain != 0 || (u/grain)%2 != 1 {
+			t.Fatalf("dim %d: step %d between slots at grain %d (weights %v, tile %v)", k, w[k], grain, w, tile)
 		}
 	}
 	contig := src.Step == 1 || src.Step == -1
 	type span struct{ lo, hi int64 }
-	var spans [4][]span
+	spans := make([][]span, grain)
 	phase := int64(-1)
 	for r := int64(0); r < src.Runs; r++ {
 		x := r
@@ -172,15 +176,15 @@ func checkSlots(t *rapid.T, src BoxSide, ss, tile []int64, item int64) {
 		if src.Step == -1 {
 			addr -= (src.RunLen - 1) * item // the run's lowest byte
 		}
-		if ph := ((slot-addr)%4 + 4) % 4; phase < 0 {
+		if ph := ((slot-addr)%grain + grain) % grain; phase < 0 {
 			phase = ph
 		} else if ph != phase {
 			t.Fatalf("run %d: slot %d, src byte %d: phase %d, run 0's %d (weights %v)", r, slot, addr, ph, phase, w)
 		}
-		for ph := int64(0); ph < 4; ph++ {
+		for ph := int64(0); ph < grain; ph++ {
 			lo, hi := slot+ph, slot+ph+src.RunLen*item
 			if contig {
-				lo, hi = lo&^3, (hi+3)&^3
+				lo, hi = lo&^(grain-1), (hi+grain-1)&^(grain-1)
 			}
 			if lo < 0 || hi > data {
 				t.Fatalf("run %d at phase %d: bytes [%d, %d) outside the %d data bytes", r, ph, lo, hi, data)

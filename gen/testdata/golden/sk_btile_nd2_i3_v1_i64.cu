@@ -45,6 +45,7 @@ enum { OT = 1 }; // 1: the dst runs' tables built while the block's first tile's
 enum { CO = 0 }; // 1 (specialised only): dst run elements' shared-memory offsets computed where the runs have one dim (elemOff)
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
+enum { SP = 0 }; // 1: specialised, a's fields are constants (loadChunks)
 // A is the argument block, written from gen's description of it (args.go).
 struct A {
 	long long ntiles; // tiles in the launch
@@ -73,6 +74,7 @@ struct A {
 	int lgs; // log2 threads per run: strided load
 	int lgd; // log2 threads per run: store
 	int c0; // shared-memory base of every dst run
+	int grain; // src slots' grain: a tile's phase is its src run 0's address modulo it
 	int rgs[4]; // ragged dims outside the src runs (-1: none)
 	int rgd[4]; // ragged dims outside the dst runs (-1: none)
 	int lasts; // the last src run dim, if ragged (-1: none)
@@ -118,21 +120,22 @@ SK_CHECK(sk_at_offS, SK_AT_IS(A, offS, 196)); // gen packs A.offS at byte 196
 SK_CHECK(sk_at_lgs, SK_AT_IS(A, lgs, 200)); // gen packs A.lgs at byte 200
 SK_CHECK(sk_at_lgd, SK_AT_IS(A, lgd, 204)); // gen packs A.lgd at byte 204
 SK_CHECK(sk_at_c0, SK_AT_IS(A, c0, 208)); // gen packs A.c0 at byte 208
-SK_CHECK(sk_at_rgs, SK_AT_IS(A, rgs, 212)); // gen packs A.rgs at byte 212
-SK_CHECK(sk_at_rgd, SK_AT_IS(A, rgd, 228)); // gen packs A.rgd at byte 228
-SK_CHECK(sk_at_lasts, SK_AT_IS(A, lasts, 244)); // gen packs A.lasts at byte 244
-SK_CHECK(sk_at_lastd, SK_AT_IS(A, lastd, 248)); // gen packs A.lastd at byte 248
-SK_CHECK(sk_at_offG, SK_AT_IS(A, offG, 252)); // gen packs A.offG at byte 252
-SK_CHECK(sk_at_offH, SK_AT_IS(A, offH, 256)); // gen packs A.offH at byte 256
-SK_CHECK(sk_at_offA, SK_AT_IS(A, offA, 260)); // gen packs A.offA at byte 260
-SK_CHECK(sk_at_offB, SK_AT_IS(A, offB, 264)); // gen packs A.offB at byte 264
-SK_CHECK(sk_at_offCs, SK_AT_IS(A, offCs, 268)); // gen packs A.offCs at byte 268
-SK_CHECK(sk_at_offCd, SK_AT_IS(A, offCd, 272)); // gen packs A.offCd at byte 272
-SK_CHECK(sk_at_lgw, SK_AT_IS(A, lgw, 276)); // gen packs A.lgw at byte 276
-SK_CHECK(sk_at_gn, SK_AT_IS(A, gn, 280)); // gen packs A.gn at byte 280
-SK_CHECK(sk_at_gta, SK_AT_IS(A, gta, 284)); // gen packs A.gta at byte 284
-SK_CHECK(sk_at_gdim, SK_AT_IS(A, gdim, 288)); // gen packs A.gdim at byte 288
-SK_CHECK(sk_at_gdiv, SK_AT_IS(A, gdiv, 292)); // gen packs A.gdiv at byte 292
+SK_CHECK(sk_at_grain, SK_AT_IS(A, grain, 212)); // gen packs A.grain at byte 212
+SK_CHECK(sk_at_rgs, SK_AT_IS(A, rgs, 216)); // gen packs A.rgs at byte 216
+SK_CHECK(sk_at_rgd, SK_AT_IS(A, rgd, 232)); // gen packs A.rgd at byte 232
+SK_CHECK(sk_at_lasts, SK_AT_IS(A, lasts, 248)); // gen packs A.lasts at byte 248
+SK_CHECK(sk_at_lastd, SK_AT_IS(A, lastd, 252)); // gen packs A.lastd at byte 252
+SK_CHECK(sk_at_offG, SK_AT_IS(A, offG, 256)); // gen packs A.offG at byte 256
+SK_CHECK(sk_at_offH, SK_AT_IS(A, offH, 260)); // gen packs A.offH at byte 260
+SK_CHECK(sk_at_offA, SK_AT_IS(A, offA, 264)); // gen packs A.offA at byte 264
+SK_CHECK(sk_at_offB, SK_AT_IS(A, offB, 268)); // gen packs A.offB at byte 268
+SK_CHECK(sk_at_offCs, SK_AT_IS(A, offCs, 272)); // gen packs A.offCs at byte 272
+SK_CHECK(sk_at_offCd, SK_AT_IS(A, offCd, 276)); // gen packs A.offCd at byte 276
+SK_CHECK(sk_at_lgw, SK_AT_IS(A, lgw, 280)); // gen packs A.lgw at byte 280
+SK_CHECK(sk_at_gn, SK_AT_IS(A, gn, 284)); // gen packs A.gn at byte 284
+SK_CHECK(sk_at_gta, SK_AT_IS(A, gta, 288)); // gen packs A.gta at byte 288
+SK_CHECK(sk_at_gdim, SK_AT_IS(A, gdim, 292)); // gen packs A.gdim at byte 292
+SK_CHECK(sk_at_gdiv, SK_AT_IS(A, gdiv, 296)); // gen packs A.gdiv at byte 296
 SK_CHECK(sk_at_gmul, SK_AT_IS(A, gmul, 304)); // gen packs A.gmul at byte 304
 SK_CHECK(sk_at_gshr, SK_AT_IS(A, gshr, 320)); // gen packs A.gshr at byte 320
 SK_CHECK(sk_at_gds, SK_AT_IS(A, gds, 328)); // gen packs A.gds at byte 328
@@ -156,6 +159,15 @@ __device__ __forceinline__ void cpa4(u8* s, const u8* g) {
 	asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"((u32)__cvta_generic_to_shared(s)), "l"(g) : "memory");
 #else
 	*(u32*)s = __ldg((const u32*)g);
+#endif
+}
+// cpa16 is cpa4 for the 16 bytes at g, both addresses 16-byte aligned
+// (cp.async.cg: through L2 only).
+__device__ __forceinline__ void cpa16(u8* s, const u8* g) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"((u32)__cvta_generic_to_shared(s)), "l"(g) : "memory");
+#else
+	*(uint4*)s = __ldg((const uint4*)g);
 #endif
 }
 __device__ __forceinline__ void cpa_wait() {
@@ -241,7 +253,7 @@ struct Tile {
 	bool part;
 	int remS[4], remD[4];
 	int lenS, lenD;
-	int ph; // the tile's phase: the address modulo 4 of src run 0's lowest byte
+	int ph; // the tile's phase: the address modulo a.grain of src run 0's lowest byte
 	int remA; // the extent left along the sibling store's dim (a.gdim)
 };
 // tileAt unravels tile number t (fast division by the chunks per dim).
@@ -268,7 +280,7 @@ __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 			if (a.lastd == k) c.lenD = a.ld / (int)a.tile[k] * (int)rm;
 		}
 	}
-	c.ph = (int)(((unsigned long long)src + (unsigned long long)((c.sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & 3);
+	c.ph = (int)(((unsigned long long)src + (unsigned long long)((c.sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & (a.grain - 1));
 	return c;
 }
 // runOf is the run-iteration prologue of every phase: work item it of a
@@ -299,7 +311,7 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
 		const I base = c.sb + t.sOff[j];
 		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
-		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4
+		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4 (a.grain)
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
 		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
@@ -329,6 +341,52 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 			} else {
 				for (int b = 0; b < 4; b++)
 					if (g + b >= slo && g + b < shi) s[b] = __ldg(g + b);
+			}
+		}
+	}
+	if (!OT) cpa_wait();
+}
+// loadChunks is loadWords for src slots laid out at 16 bytes (a.grain; a
+// kernel specialised to such a plan): a run moves as the aligned 16-byte
+// chunks that cover it, a quarter of the copies, with as many lanes a run
+// as words would have but never more than the run has chunks. A chunk that
+// reaches past the src view's span moves as words, those past it byte by
+// byte.
+__device__ __forceinline__ void loadChunks(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c) {
+	const u8* const slo = src + a.slo;
+	const u8* const shi = src + a.shi;
+	const int ncm = (a.ls * S + 30) >> 4; // the most chunks a run spans
+	int lg = 0;
+	while (lg < a.lgw && (1 << lg) < ncm) lg++;
+	const int L = 1 << lg;
+	for (int it = threadIdx.x; it < (a.rs << lg); it += NT) {
+		int j, lane, len;
+		if (!runOf(it, lg, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
+		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
+		const I base = c.sb + t.sOff[j];
+		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 16
+		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~15ull);
+		const int nc = (int)((p + b1 - g0 + 15) >> 4);
+		if (g0 >= slo && g0 + 16 * nc <= shi) { // the usual run: every chunk inside the span
+#pragma unroll 2
+			for (int x = lane; x < nc; x += L) cpa16(e + (g0 + 16 * x - p), g0 + 16 * x);
+			continue;
+		}
+		for (int x = lane; x < nc; x += L) {
+			const u8* const g = g0 + 16 * x;
+			u8* const s = e + (g - p);
+			if (g >= slo && g + 16 <= shi) {
+				cpa16(s, g);
+				continue;
+			}
+			for (int w = 0; w < 16; w += 4) {
+				if (g + w >= slo && g + w + 4 <= shi) {
+					cpa4(s + w, g + w);
+				} else {
+					for (int b = w; b < w + 4; b++)
+						if (g + b >= slo && g + b < shi) s[b] = __ldg(g + b);
+				}
 			}
 		}
 	}
@@ -728,9 +786,11 @@ __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, co
 // sk_btile_nd2_i3_v1_i64 copies a transposition through box tiles: each block stages one
 // tile at a time in shared memory. Src run j lands in its own slot, at
 // its slot plus the tile's phase, so that every shared-memory byte has the
-// address of its src byte modulo 4: a contiguous run then moves as the
-// aligned words that cover it, all in flight at once (cp.async), whatever
-// its alignment and item size; a strided run moves element by element.
+// address of its src byte modulo 4 (modulo 16 where the plan lays the
+// slots out at a.grain 16): a contiguous run then moves as the aligned
+// words (a specialised kernel: 16-byte chunks) that cover it, all in flight
+// at once (cp.async), whatever its alignment and item size; a strided run
+// moves element by element.
 // Each dst run is then written, in aligned 16-byte pieces (its unaligned
 // ends granule by granule) or (ES) one element per thread, every element
 // gathered from shared memory through the tables, which hold the same
@@ -742,7 +802,9 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd2_i3_v1_i64(u8* __re
 	for (U n = blockIdx.x; n < ntiles; n += gridDim.x) {
 		const Tile c = tileAt(n, src, a);
 		__syncthreads(); // tables built; the previous tile's readers are done
-		if (a.sstep == 1 || a.sstep == -1) {
+		if (SP && a.grain == 16 && (a.sstep == 1 || a.sstep == -1)) {
+			loadChunks(sm, src, a, t, c);
+		} else if (a.sstep == 1 || a.sstep == -1) {
 			loadWords(sm, src, a, t, c);
 		} else if (S % 4 == 0) {
 			loadStridedWords(sm, src, a, t, c);
