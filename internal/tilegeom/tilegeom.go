@@ -272,7 +272,7 @@ func BoxSharedBytes(src, dst BoxSide, tile []int64, item, grain, idxBytes int64)
 	return BoxSharedLayout(src, dst, tile, item, grain, idxBytes).Total
 }
 
-// BoxSharedBytesSorted is BoxSharedBytes of the tile tile for idxBytes of 8,
+// BoxSharedBytesSorted is BoxSharedBytes of the tile tile at grain for idxBytes of 8,
 // from both views' dims already sorted by |stride| (SortedDims of ss and
 // ds) rather than from their sides: one pass over each view's dims, for
 // the planner, which sizes a tile by trying extents one after another.
