@@ -297,6 +297,18 @@ __device__ __forceinline__ bool runOf(int it, int lg, bool part, const uint2* co
 	}
 	return true;
 }
+// srcRun returns the lowest byte p of src run j (len items) of tile c and
+// sets e to where p lands in shared memory (p modulo a.grain) and [b0, b1)
+// to the bytes from p that the run's items take (a reversed partial run's
+// items are its last ones).
+__device__ __forceinline__ const u8* srcRun(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c, int j, int len, u8*& e, int& b0, int& b1) {
+	b0 = a.sstep > 0 ? 0 : (a.ls - len) * S;
+	b1 = a.sstep > 0 ? len * S : a.ls * S;
+	const I base = c.sb + t.sOff[j];
+	const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+	e = sm + t.sSlot[j] + c.ph;
+	return p;
+}
 // loadWords stages contiguous src runs as the aligned words that cover
 // them, every word of the tile in flight at once. A word that reaches past
 // the src view's span (at its two ends only) moves byte by byte, only its
@@ -308,10 +320,9 @@ __device__ __forceinline__ void loadWords(u8* sm, const u8* src, const A& a, con
 	for (int it = threadIdx.x; it < (a.rs << a.lgw); it += NT) {
 		int j, lane, len;
 		if (!runOf(it, a.lgw, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
-		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
-		const I base = c.sb + t.sOff[j];
-		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
-		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 4 (a.grain)
+		u8* e;
+		int b0, b1;
+		const u8* const p = srcRun(sm, src, a, t, c, j, len, e, b0, b1);
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~3ull);
 		const int nw = (int)((p + b1 - g0 + 3) >> 2);
 		if (g0 >= slo && g0 + 4 * nw <= shi) { // the usual run: every word inside the span
@@ -362,10 +373,9 @@ __device__ __forceinline__ void loadChunks(u8* sm, const u8* src, const A& a, co
 	for (int it = threadIdx.x; it < (a.rs << lg); it += NT) {
 		int j, lane, len;
 		if (!runOf(it, lg, c.part, t.sCoord, c.remS, a.ls, c.lenS, j, lane, len)) continue;
-		const int b0 = a.sstep > 0 ? 0 : (a.ls - len) * S, b1 = a.sstep > 0 ? len * S : a.ls * S;
-		const I base = c.sb + t.sOff[j];
-		const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
-		u8* const e = sm + t.sSlot[j] + c.ph; // where p lands: e = p modulo 16
+		u8* e;
+		int b0, b1;
+		const u8* const p = srcRun(sm, src, a, t, c, j, len, e, b0, b1);
 		const u8* const g0 = (const u8*)((unsigned long long)(p + b0) & ~15ull);
 		const int nc = (int)((p + b1 - g0 + 15) >> 4);
 		if (g0 >= slo && g0 + 16 * nc <= shi) { // the usual run: every chunk inside the span
