@@ -9,61 +9,43 @@ import (
 // localGatherPays reports whether a copy on one device planned as p runs
 // faster as a gather (layout.ClassGather: dst written in its own order, a
 // warp's 32 consecutive elements at a time, src read scattered) on a
-// device of compute capability arch. It does for elements of 8 bytes or
-// more (layout.Plan's Itemsize, after the planner widened it) that
-//   - transpose in runs common to both views (an elementwise plan), or
-//   - would go through a box tile whose neighbours along src's fastest dim
-//     lie at most localGatherNeighbours elements apart in dst: the sectors
-//     a warp reads scattered are read again by it or the next warps while
-//     they are still in L1;
-//
-// and for smaller elements that would go through a box tile whose src runs
-// are short and dst runs long (scatteredSrc), or whose fastest
-// dim is the same in both views (a common run the planner could not widen
-// into elements of 8 bytes or more, such as 151 bytes) of at least
-// localGatherCommonRun bytes, where the gather kernel writes dst in words
-// (wordGather): reads and writes then both walk the common runs, and a
-// word's items cost one unravelling of the indices.
+// device of compute capability arch. It does for
+//   - elements of 8 bytes or more (layout.Plan's Itemsize, after the
+//     planner widened it) that transpose in runs common to both views (an
+//     elementwise plan), and
+//   - box tiles of 1-3-byte items whose src runs are short and dst runs
+//     long (scatteredSrc).
 //
 // Measured on an H100 (seeds 937 and 941 of stridebench, 240 random
 // permutations of 64 MiB, each planned both ways in one session; see
 // docs/design.md, "The planner"): the 20 such elementwise copies ran -0.3 to
-// +3.9 points of memcpy faster gathered, the 10 such box tiles -2.1 to
-// +12.7 (mean +5.3). Gathers of smaller elements lost 5 to 57 points, and
-// box tiles whose neighbours lie 43 to 126 elements apart -10.1 to +4.8.
-// Common runs of 1-3-byte items (24 copies, two rounds, one H100): 0.96 to
-// 1.15 times the box tile gathered in words of 16 bytes where the runs
-// held 79 bytes or more, 0.85 and 1.01 at 51 and 49 bytes.
+// +3.9 points of memcpy faster gathered. Other box tiles stay box tiles:
+// those of 8 bytes or more whose neighbours along src's fastest dim lie at
+// most 32 elements apart in dst, and those of 1-3-byte items whose fastest
+// dim is the same in both views, which this rule gathered until
+// 2026-11-28, ran 1.161 (H200) and 1.090 (H100) times as fast as box
+// tiles over the 17 such copies of 256 MiB among seeds 41 and 3001-3005
+// (0.96-1.70: a uint8 7-d permutation 43 → 74% of memcpy), and 1.038 and
+// 1.003 over the 20 of 64 MiB (0.87-1.21), where L2 still holds much of
+// what the gather reads scattered; the elementwise ones gathered stayed
+// ahead (box tile over gather 0.994 and 0.977, H200).
 // bind applies it under $STRIDEKIT_GATHER (gatherBy).
 func localGatherPays(p *layout.Plan, arch int) bool {
 	if !gatherable(p) {
 		return false
 	}
-	k := innermost(p.SrcStrides)
 	if p.Sig.Itemsize < localGatherItem {
-		if p.Sig.Class != layout.ClassBoxTile {
-			return false
-		}
-		return scatteredSrc(p) || p.DstStrides[k] == 1 && p.SrcStrides[k] == 1 &&
-			p.Shape[k]*int64(p.Sig.Itemsize) >= localGatherCommonRun && wordGather(p, arch)
+		return p.Sig.Class == layout.ClassBoxTile && scatteredSrc(p)
 	}
-	switch p.Sig.Class {
-	case layout.ClassElementwise:
-		return p.Transposes()
-	case layout.ClassBoxTile:
-		return abs(p.DstStrides[k]) <= localGatherNeighbours
-	}
-	return false
+	return p.Sig.Class == layout.ClassElementwise && p.Transposes()
 }
 
-// localGatherItem, localGatherNeighbours, localGatherCommonRun,
-// localGatherSrcRun and localGatherDstRun are localGatherPays's bounds.
+// localGatherItem, localGatherSrcRun and localGatherDstRun are
+// localGatherPays's bounds.
 const (
-	localGatherItem       = 8
-	localGatherNeighbours = 32
-	localGatherCommonRun  = 64
-	localGatherSrcRun     = 64
-	localGatherDstRun     = 4096
+	localGatherItem   = 8
+	localGatherSrcRun = 64
+	localGatherDstRun = 4096
 )
 
 // scatteredSrc reports whether box-tile plan p moves items of 1 to 3 bytes
