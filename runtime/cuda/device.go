@@ -27,6 +27,7 @@ const (
 	attrMemoryPoolsSupported       = 115
 	attrMemoryClockRate            = 36
 	attrGlobalMemoryBusWidth       = 37
+	attrL2CacheSize                = 38
 )
 
 // Device is one CUDA device with its primary context, retained for the life
@@ -53,6 +54,7 @@ type Device struct {
 	// the memory's peak clock in kHz and its bus width in bits (0 where the
 	// driver does not say)
 	memClockKHz, busBits int
+	l2                   int // L2 cache bytes (0 where the driver does not say)
 }
 
 var devices struct {
@@ -134,6 +136,7 @@ func GetDevice(ordinal int) (*Device, error) {
 		{attrReservedSharedPerBlock, &d.reservedShared},
 		{attrMemoryClockRate, &d.memClockKHz},
 		{attrGlobalMemoryBusWidth, &d.busBits},
+		{attrL2CacheSize, &d.l2},
 	} {
 		if v, err := d.attribute(a.attr); err == nil {
 			*a.dst = v
@@ -281,6 +284,17 @@ func (d *Device) MemoryBandwidth() int64 {
 		return 0
 	}
 	return 2 * int64(d.memClockKHz) * 1000 * int64(d.busBits) / 8
+}
+
+// L2Bytes returns the size of the device's L2 cache in bytes, or 0 where
+// the driver does not report it: 50 MiB for an H100 SXM, 60 MiB for an
+// H200. Copy rules weigh it where a kernel reads sectors it only partly
+// uses and relies on L2 to keep them until their neighbours are read.
+func (d *Device) L2Bytes() int64 {
+	if d == nil {
+		return 0
+	}
+	return int64(d.l2)
 }
 
 // MemoryPoolsSupported reports whether Alloc is stream-ordered

@@ -198,7 +198,7 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 	case PathDevice:
 		b.k = &b.kb
 		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
-		if err == nil && gatherBy(localGatherMode, &b.k.Plan, key.dev.Arch(), localGatherPays) {
+		if err == nil && gatherBy(localGatherMode, &b.k.Plan, key.dev.Arch(), func(p *layout.Plan, arch int) bool { return localGatherPays(p, arch, key.dev.L2Bytes()) }) {
 			b.kb = kernels.Bound{}
 			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
 		}

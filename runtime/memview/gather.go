@@ -9,43 +9,71 @@ import (
 // localGatherPays reports whether a copy on one device planned as p runs
 // faster as a gather (layout.ClassGather: dst written in its own order, a
 // warp's 32 consecutive elements at a time, src read scattered) on a
-// device of compute capability arch. It does for
+// device of compute capability arch with l2 bytes of L2 cache (0:
+// unknown). It does for
 //   - elements of 8 bytes or more (layout.Plan's Itemsize, after the
 //     planner widened it) that transpose in runs common to both views (an
-//     elementwise plan), and
+//     elementwise plan);
 //   - box tiles of 1-3-byte items whose src runs are short and dst runs
-//     long (scatteredSrc).
+//     long (scatteredSrc);
+//   - box tiles of copies that fit in L2 (l2BoxGather): of 8 bytes or more
+//     whose neighbours along src's fastest dim lie at most
+//     localGatherNeighbours elements apart in dst (the sectors a warp reads
+//     scattered are read again by it or the next warps), and of 1-3-byte
+//     items whose fastest dim is the same in both views (a common run the
+//     planner could not widen into elements of 8 bytes or more, such as
+//     151 bytes) of at least localGatherCommonRun bytes, where the gather
+//     kernel writes dst in words (wordGather).
 //
 // Measured on an H100 (seeds 937 and 941 of stridebench, 240 random
 // permutations of 64 MiB, each planned both ways in one session; see
 // docs/design.md, "The planner"): the 20 such elementwise copies ran -0.3 to
-// +3.9 points of memcpy faster gathered. Other box tiles stay box tiles:
-// those of 8 bytes or more whose neighbours along src's fastest dim lie at
-// most 32 elements apart in dst, and those of 1-3-byte items whose fastest
-// dim is the same in both views, which this rule gathered until
-// 2026-11-28, ran 1.161 (H200) and 1.090 (H100) times as fast as box
-// tiles over the 17 such copies of 256 MiB among seeds 41 and 3001-3005
-// (0.96-1.70: a uint8 7-d permutation 43 → 74% of memcpy), and 1.038 and
-// 1.003 over the 20 of 64 MiB (0.87-1.21), where L2 still holds much of
-// what the gather reads scattered; the elementwise ones gathered stayed
-// ahead (box tile over gather 0.994 and 0.977, H200).
+// +3.9 points of memcpy faster gathered. The box tiles of the third group
+// depend on the copy's size (2026-11-28, seeds 41 and 3001-3005, each
+// timed both ways twice in one call): at 16 MiB, H200, they ran 1.095
+// times as fast gathered (20 copies, 0.94-1.39); at 64 MiB 0.963 (H200)
+// and 0.997 (H100); at 256 MiB 0.861 and 0.917 (17 copies; a uint8 7-d
+// permutation 74 → 43% of memcpy gathered), once L2 no longer holds what
+// the gather reads scattered.
 // bind applies it under $STRIDEKIT_GATHER (gatherBy).
-func localGatherPays(p *layout.Plan, arch int) bool {
+func localGatherPays(p *layout.Plan, arch int, l2 int64) bool {
 	if !gatherable(p) {
 		return false
 	}
 	if p.Sig.Itemsize < localGatherItem {
-		return p.Sig.Class == layout.ClassBoxTile && scatteredSrc(p)
+		return p.Sig.Class == layout.ClassBoxTile && (scatteredSrc(p) || l2BoxGather(p, arch, l2))
 	}
-	return p.Sig.Class == layout.ClassElementwise && p.Transposes()
+	switch p.Sig.Class {
+	case layout.ClassElementwise:
+		return p.Transposes()
+	case layout.ClassBoxTile:
+		return l2BoxGather(p, arch, l2)
+	}
+	return false
 }
 
-// localGatherItem, localGatherSrcRun and localGatherDstRun are
-// localGatherPays's bounds.
+// l2BoxGather reports whether box-tile plan p, whose copy fits in l2 bytes
+// of L2, is one that localGatherPays gathers there.
+func l2BoxGather(p *layout.Plan, arch int, l2 int64) bool {
+	item := int64(p.Sig.Itemsize)
+	if p.Volume > l2/item {
+		return false
+	}
+	k := innermost(p.SrcStrides)
+	if item >= localGatherItem {
+		return abs(p.DstStrides[k]) <= localGatherNeighbours
+	}
+	return p.DstStrides[k] == 1 && p.SrcStrides[k] == 1 && p.Shape[k]*item >= localGatherCommonRun && wordGather(p, arch)
+}
+
+// localGatherItem, localGatherNeighbours, localGatherCommonRun,
+// localGatherSrcRun and localGatherDstRun are localGatherPays's bounds.
 const (
-	localGatherItem   = 8
-	localGatherSrcRun = 64
-	localGatherDstRun = 4096
+	localGatherItem       = 8
+	localGatherNeighbours = 32
+	localGatherCommonRun  = 64
+	localGatherSrcRun     = 64
+	localGatherDstRun     = 4096
 )
 
 // scatteredSrc reports whether box-tile plan p moves items of 1 to 3 bytes
