@@ -129,7 +129,8 @@ func boxGrid(ntiles, tileBytes, blockBytes, sm int64) int64 {
 // phases: a strided src run's elements (lgs), a contiguous src run's words
 // (lgw), a dst run's 16-byte pieces or, with ElemStore or strided dst runs,
 // its elements (lgd; a specialised kernel's word store, Knobs.WordStore,
-// keeps these lanes). Each is a power of two: the knob's lanes (a warp for
+// keeps these lanes) or its groups of four 3-byte items (tripleStore, at
+// most StoreLanes). Each is a power of two: the knob's lanes (a warp for
 // elements; four times LoadLanes for words), more when the tile has too few
 // runs to keep the block busy, never more than the run has pieces
 // (elements) or the block has threads.
@@ -143,7 +144,18 @@ func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd in
 	if k.ElemStore || (dst.Step != 1 && dst.Step != -1) {
 		lgd = lanes(32, dst.RunLen, dst.Runs)
 	}
+	if tripleStore(k, dst, item) {
+		lgd = lanes(k.StoreLanes, ceilDiv(dst.RunLen, 4)+2, dst.Runs)
+	}
 	return lgs, lgw, lgd
+}
+
+// tripleStore reports whether the box-tile kernel writes the dst runs of
+// side dst in groups of three words (the template's storeTriples, whose
+// test this mirrors): 3-byte items, Knobs.TripleStore set and contiguous
+// dst runs of that many bytes or more.
+func tripleStore(k Knobs, dst *tilegeom.BoxSide, item int64) bool {
+	return item == 3 && k.TripleStore > 0 && dst.RunLen*item >= int64(k.TripleStore) && (dst.Step == 1 || dst.Step == -1)
 }
 
 // orderOf returns in o a side's tile dims by |stride| as argument values

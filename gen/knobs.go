@@ -114,6 +114,14 @@ type Knobs struct {
 	// whole words (3, 5, 6, 7 bytes...), instead of ElemStore's granules or
 	// 16-byte pieces. The launch (lanes included) is the generic kernel's.
 	WordStore int
+	// TripleStore makes the box-tile kernel, for 3-byte items, write
+	// contiguous dst runs of TripleStore bytes or more (0: none) as groups
+	// of three aligned 4-byte words, each the bytes of four whole items
+	// read from shared memory and merged in registers (the template's
+	// storeTriples), StoreLanes threads a run at most: a quarter of the
+	// shared-memory reads of WordStore's words and a third of
+	// ElemStore's global stores. Both tiers; it comes before WordStore.
+	TripleStore int
 	// SpecialiseDims is the fewest canonical dims a signature needs for
 	// Specialise to hold (0: any): KnobsFor clears Specialise for
 	// signatures of fewer, so that a table can specialise the plans of an
@@ -173,6 +181,7 @@ var knobTable = [...]struct {
 	{"gatherword", func(k *Knobs) int { return k.GatherWord }, func(k *Knobs, v int) { k.GatherWord = v }},
 	{"specialise", func(k *Knobs) int { return b2i(k.Specialise) }, func(k *Knobs, v int) { k.Specialise = v != 0 }},
 	{"wordstore", func(k *Knobs) int { return k.WordStore }, func(k *Knobs, v int) { k.WordStore = v }},
+	{"triplestore", func(k *Knobs) int { return k.TripleStore }, func(k *Knobs, v int) { k.TripleStore = v }},
 	{"specialisedims", func(k *Knobs) int { return k.SpecialiseDims }, func(k *Knobs, v int) { k.SpecialiseDims = v }},
 	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
 	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
@@ -489,8 +498,8 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: loadlanes=%d storelanes=%d must be powers of two up to 32", ErrTuning, sig, k.LoadLanes, k.StoreLanes)
 	case k.TileBytes < layout.MinTileBytes || k.TileBytes > layout.MaxTileBytes:
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
-	case k.WordStore < 0:
-		return fmt.Errorf("%w: %v: wordstore=%d is negative", ErrTuning, sig, k.WordStore)
+	case k.WordStore < 0 || k.TripleStore < 0:
+		return fmt.Errorf("%w: %v: wordstore=%d triplestore=%d: negative", ErrTuning, sig, k.WordStore, k.TripleStore)
 	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:
 		return fmt.Errorf("%w: %v: gatherword=%d is not 0, 4, 8 or 16", ErrTuning, sig, k.GatherWord)
 	}

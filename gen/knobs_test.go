@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -35,11 +36,11 @@ func TestSpecialiseDims(t *testing.T) {
 	}
 }
 
-// TestWordStoreRendered checks that the word store is compiled into the
-// kernels specialised to a plan of 3-byte items (from dst runs of 512
-// bytes, the table's entry) and into no generic kernel, whose launch the
-// specialised one shares.
-func TestWordStoreRendered(t *testing.T) {
+// TestTripleStoreRendered checks that the triple store is compiled, from
+// dst runs of 512 bytes (the table's entry), into both tiers of a plan of
+// 3-byte items, and that the word store it took over from is off there;
+// kernels of other items never have it.
+func TestTripleStoreRendered(t *testing.T) {
 	// Under 1 MiB, so that the planner keeps the 3-byte items (larger box
 	// tiles of short dst runs are planned in bytes).
 	shape := []int64{2, 2, 28, 15, 15, 12}
@@ -56,8 +57,8 @@ func TestWordStoreRendered(t *testing.T) {
 		t.Fatalf("plan %v (%v), want a box tile", p.Sig, err)
 	}
 	k := KnobsFor(p.Sig, 90)
-	if k.WordStore != 512 {
-		t.Fatalf("%v: wordstore=%d, want 512", p.Sig, k.WordStore)
+	if k.TripleStore != 512 || k.WordStore != 0 {
+		t.Fatalf("%v: triplestore=%d wordstore=%d, want 512 and 0", p.Sig, k.TripleStore, k.WordStore)
 	}
 	buf := make([]byte, ArgsSize(p.Sig))
 	if _, err := Pack(p.Sig, k, &p, 132, buf); err != nil {
@@ -71,11 +72,18 @@ func TestWordStoreRendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bytes := layout.Signature{Class: layout.ClassBoxTile, NDim: 4, Itemsize: 1, Vec: 1}
+	kb := KnobsFor(bytes, 90)
+	kb.TripleStore = 512
+	other, err := Source(bytes, kb)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, src, want string
-	}{{"generic", generic, "enum { WS = 0 };"}, {"specialised", spec, "enum { WS = 512 };"}} {
+	}{{"generic", generic, "enum { TS = 512 };"}, {"specialised", spec, "enum { TS = 512 };"}, {"1-byte", other, "enum { TS = 0 };"}} {
 		if !strings.Contains(c.src, c.want) {
-			t.Errorf("%s kernel of %v lacks %q", c.name, p.Sig, c.want)
+			t.Errorf("%s kernel lacks %q", c.name, c.want)
 		}
 	}
 }
@@ -100,6 +108,31 @@ func TestBoxGrid(t *testing.T) {
 	} {
 		if got := boxGrid(c.ntiles, c.tileBytes, c.blockBytes, c.sm); got != c.want {
 			t.Errorf("boxGrid(%d, %d, %d, %d) = %d, want %d (%s)", c.ntiles, c.tileBytes, c.blockBytes, c.sm, got, c.want, c.why)
+		}
+	}
+}
+
+// TestBoxLanesTriples checks the store phase's lanes of a 3-byte box tile:
+// with dst runs the triple store takes, at most StoreLanes a run (more
+// where the tile has too few runs for the block, never more than the run
+// has groups of four items), else the element store's warp a run.
+func TestBoxLanesTriples(t *testing.T) {
+	k := Knobs{Threads: 256, LoadLanes: 8, StoreLanes: 2, ElemStore: true, TripleStore: 512}
+	src := tilegeom.BoxSide{RunLen: 64, Runs: 10, Step: 1}
+	for _, c := range []struct {
+		runLen, runs, step int64
+		want               int
+		why                string
+	}{
+		{300, 200, 1, 1, "900-byte runs, many: StoreLanes"},
+		{300, 10, 1, 5, "900-byte runs, ten: a block's threads over them"},
+		{200, 2, -1, 6, "reversed 600-byte runs, two: 52 groups each"},
+		{100, 200, 1, 5, "300-byte runs: element store, a warp"},
+		{300, 200, 2, 5, "strided runs: element store"},
+	} {
+		dst := tilegeom.BoxSide{RunLen: c.runLen, Runs: c.runs, Step: c.step}
+		if _, _, lgd := boxLanes(k, &src, &dst, 3); lgd != c.want {
+			t.Errorf("%s: lgd %d, want %d", c.why, lgd, c.want)
 		}
 	}
 }

@@ -346,6 +346,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.CalcOffsets, true
 	case "WordStore":
 		return d.WordStore, true
+	case "TripleStore":
+		return d.TripleStore, true
 	case "Pow2":
 		return d.Pow2, true
 	case "GW":

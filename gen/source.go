@@ -47,6 +47,7 @@ type kernelData struct {
 	OverlapTables bool         // btile: dst tables built while the first tile's words are in flight (Knobs.OverlapTables)
 	CalcOffsets   bool         // btile: dst run elements' shared-memory offsets computed (Knobs.CalcOffsets)
 	WordStore     int          // btile: specialised kernels write contiguous dst runs of this many bytes or more in words (Knobs.WordStore; 0: never)
+	TripleStore   int          // btile, 3-byte items: contiguous dst runs of this many bytes or more written in groups of three words (Knobs.TripleStore; 0: never)
 	Pow2          bool         // S is a power of two: one gather case
 	Gather        []gatherCase // the store phase's granule maps, by the piece's start within an element
 }
@@ -156,6 +157,9 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 		d.CalcOffsets = k.CalcOffsets
 		if s >= 3 && s%4 != 0 {
 			d.WordStore = k.WordStore
+		}
+		if s == 3 {
+			d.TripleStore = k.TripleStore
 		}
 		d.Gather = gatherCases(s, d.G)
 	case layout.ClassGather:

@@ -39,8 +39,8 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 	if dev != nil {
 		arch = dev.Arch()
 	}
-	tb, grain := boxTuning(arch, itemsize)
-	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: tb, LoadGrain: grain}
+	b := boxTuning(arch, itemsize)
+	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple}
 }
 
 // A PlanOption sets a planner option of a binding (BindInto) beyond the
@@ -63,35 +63,58 @@ func ResetTuning() {
 	}
 }
 
-// tileCache memoises the box tile's size and load grain by architecture
-// (below 128) and item size (1..16), the size times 32 plus the grain:
-// KnobsFor walks the tuning table, too slow for every plan. 0 means not
-// yet looked up.
-var tileCache [128][layout.MaxVectorBytes + 1]atomic.Int32
+// tileCache memoises the box tile's planner knobs by architecture (below
+// 128) and item size (1..16): boxKnobs packed in a word with a set bit
+// (tileSet); 0 means not yet looked up. KnobsFor walks the tuning table,
+// too slow for every plan.
+var tileCache [128][layout.MaxVectorBytes + 1]atomic.Uint64
 
-// boxTuning returns the TileBytes and LoadGrain knobs of box tiles of
-// item-byte elements on arch.
-func boxTuning(arch, item int) (tileBytes, grain int) {
+// boxKnobs are the knobs of box tiles of one item size that the planner
+// takes (layout.PlanOptions' TileBytes, LoadGrain and TripleStore).
+type boxKnobs struct {
+	tileBytes, grain, triple int
+}
+
+// tileSet marks a tileCache entry as looked up.
+const tileSet = 1 << 63
+
+// pack returns b as a tileCache word, ok false where a field would not fit.
+func (b boxKnobs) pack() (uint64, bool) {
+	if b.tileBytes < 0 || b.tileBytes >= 1<<32 || b.grain < 0 || b.grain >= 256 || b.triple < 0 || b.triple >= 1<<22 {
+		return 0, false
+	}
+	return tileSet | uint64(b.tileBytes) | uint64(b.grain)<<32 | uint64(b.triple)<<40, true
+}
+
+// unpack is pack's inverse.
+func unpack(v uint64) boxKnobs {
+	return boxKnobs{int(v & (1<<32 - 1)), int(v >> 32 & 255), int(v >> 40 & (1<<22 - 1))}
+}
+
+// boxTuning returns the planner's knobs of box tiles of item-byte
+// elements on arch.
+func boxTuning(arch, item int) boxKnobs {
 	item = min(max(item, 1), layout.MaxVectorBytes)
-	look := func() (int, int) {
+	look := func() boxKnobs {
 		k := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
+		b := boxKnobs{k.TileBytes, k.LoadGrain, k.TripleStore}
 		if k.LoadGrain != tilegeom.ChunkGrain {
-			return k.TileBytes, 0 // words: any other value
+			b.grain = 0 // words: any other value
 		}
-		return k.TileBytes, k.LoadGrain
+		return b
 	}
 	if arch < 0 || arch >= len(tileCache) {
 		return look()
 	}
 	c := &tileCache[arch][item]
 	if v := c.Load(); v != 0 {
-		return int(v >> 5), int(v & 31)
+		return unpack(v)
 	}
-	tileBytes, grain = look()
-	if tileBytes < 1<<25 && grain >= 0 && grain < 32 {
-		c.Store(int32(tileBytes<<5 | grain))
+	b := look()
+	if v, ok := b.pack(); ok {
+		c.Store(v)
 	}
-	return tileBytes, grain
+	return b
 }
 
 // PtrAlign returns the alignment of address p, at most 16 (what the planner

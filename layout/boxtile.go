@@ -458,7 +458,8 @@ const splitRunBytes = 512
 
 // splitTriples re-expresses j, classified as p, in bytes where p is a box
 // tile of 3-byte items whose runs are contiguous and forward in both views,
-// whose dst runs hold at most splitRunBytes, and the copy moves at least
+// whose dst runs hold at most splitRunBytes and fewer than triple bytes
+// (PlanOptions.TripleStore, where non-zero), and the copy moves at least
 // boxChoiceBytes: each item becomes an innermost dim of 3 bytes,
 // unit-strided in both views, which the tile then holds whole in every
 // run. It reports whether it did; the caller classifies j again
@@ -478,7 +479,7 @@ const splitRunBytes = 512
 // Reversed or strided src runs split into runs of 3 bytes, and ran
 // 0.28-0.72 (random views, seed 1503): they keep their plan. Small copies
 // keep theirs too, and their first copy its host time.
-func splitTriples(p *Plan, j *joint) bool {
+func splitTriples(p *Plan, j *joint, triple int64) bool {
 	if p.Sig.Class != ClassBoxTile || j.item != 3 || j.n() >= MaxBoxNDim || smallCopy(j.shape, j.item) {
 		return false
 	}
@@ -486,7 +487,7 @@ func splitTriples(p *Plan, j *joint) bool {
 	var src, dst tilegeom.BoxSide
 	tilegeom.SideFromOrder(&src, tilegeom.SortedDims(sd[:0], j.ss), j.shape, j.ss, p.Tile)
 	tilegeom.SideFromOrder(&dst, tilegeom.SortedDims(dd[:0], j.ds), j.shape, j.ds, p.Tile)
-	if src.Step != 1 || dst.Step != 1 || dst.RunLen*3 > splitRunBytes {
+	if src.Step != 1 || dst.Step != 1 || dst.RunLen*3 > splitRunBytes || (triple > 0 && dst.RunLen*3 >= triple) {
 		return false
 	}
 	splitItems(j, 1)

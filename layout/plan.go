@@ -27,6 +27,13 @@ type PlanOptions struct {
 	// in grains of that size where it is specialised to the plan, in words
 	// otherwise.
 	LoadGrain int
+	// TripleStore is the shortest contiguous dst run, in bytes, that the
+	// kernel of a ClassBoxTile plan of 3-byte items writes in groups of
+	// three words (the kernel tuning's TripleStore; 0: none). The planner
+	// re-plans such a tile in bytes only where its dst runs are shorter
+	// (splitTriples): a tile of 3-byte items whose kernel stores them item
+	// by item is slower than the same tile in bytes.
+	TripleStore int
 	// Gather plans a copy that would be ClassElementwise, ClassTile or
 	// ClassBoxTile as ClassGather: dst written in its own order, whole
 	// lines of a dense dst, src read scattered. For copies whose writes
@@ -265,7 +272,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		foldRun(&j, aD, aS)
 	}
 	classifyJoint(p, &j, aD, aS, opt)
-	if splitTriples(p, &j) {
+	if splitTriples(p, &j, int64(opt.TripleStore)) {
 		classifyJoint(p, &j, aD, aS, opt)
 	}
 	p.Sig.Index64 = !fitsInt32(&j, p.Volume)

@@ -44,6 +44,7 @@ enum { ES = 1 }; // 1: dst runs written one element per thread
 enum { OT = 0 }; // 1: the dst runs' tables built while the block's first tile's words are in flight
 enum { CO = 0 }; // 1 (specialised only): dst run elements' shared-memory offsets computed where the runs have one dim (elemOff)
 enum { WS = 0 }; // specialised: contiguous dst runs of WS bytes or more written in words (storeWords; 0: never)
+enum { TS = 0 }; // 3-byte items: contiguous dst runs of TS bytes or more written in groups of three words (storeTriples; 0: never)
 enum { UE = 4 };       // steps of a run's loop unrolled (loadWords, storeElems)
 enum { SP = 0 }; // 1: specialised, a's fields are constants (loadChunks)
 // A is the argument block, written from gen's description of it (args.go).
@@ -689,6 +690,67 @@ __device__ __forceinline__ void storeWords(u8* dst, const u8* sm, const A& a, co
 		}
 	}
 }
+// rotateBack puts the four items read in an order rotated by rot (v[u]
+// holds item (u + rot) mod 4) back in order, by two conditional rotations.
+__device__ __forceinline__ void rotateBack(u32 (&v)[4], int rot) {
+	if (rot & 1) {
+		const u32 x = v[3];
+		v[3] = v[2];
+		v[2] = v[1];
+		v[1] = v[0];
+		v[0] = x;
+	}
+	if (rot & 2) {
+		const u32 x = v[0], y = v[1];
+		v[0] = v[2];
+		v[1] = v[3];
+		v[2] = x;
+		v[3] = y;
+	}
+}
+// storeTriples writes contiguous dst runs of 3-byte items as groups of
+// three aligned words, lanes on consecutive groups: a group is four whole
+// items, read from shared memory at any alignment (ldw) and merged in
+// registers (__byte_perm), where storeWords reads two items a word and
+// storeElems stores a byte at a time. The first group of a run whose
+// lowest byte is p0 starts at item mu = p0 mod 4 (byte 3·mu, the first
+// word boundary that is also an item's); the fewer than four items before
+// it and after the last group move item by item, as the run's first and
+// last units. A lane reads its four items in an order rotated by its
+// eighth of the warp (rot), so that lanes a group apart, whose items lie
+// four element steps apart in shared memory, read distinct banks where
+// the step is an odd number of words.
+__device__ __forceinline__ void storeTriples(u8* dst, const u8* sm, const A& a, const Tables& t, const Tile& c) {
+	const int L = 1 << a.lgd;
+	const int w0 = a.w[a.dord[0]];
+	const int rot = (threadIdx.x >> 3) & 3;
+	for (int it = threadIdx.x; it < (a.rd << a.lgd); it += NT) {
+		int m, lane, len;
+		if (!runOf(it, a.lgd, c.part, t.dCoord, c.remD, a.ld, c.lenD, m, lane, len)) continue;
+		u8* const p0 = runLow(dst, c.db + t.dOff[m], a.dstep, len);
+		const int s0 = t.dBase[m] + c.ph;
+		const int mu = min((int)((unsigned long long)p0 & 3), len), ng = (len - mu) >> 2;
+		for (int x = lane; x < ng + 2; x += L) {
+			if (x == 0 || x == ng + 1) { // the items before the first group, after the last
+				for (int p = x == 0 ? 0 : mu + 4 * ng; p < (x == 0 ? mu : len); p++)
+					storeElem(p0 + 3 * p, sm + s0 + elemOff(a, t.dElem, w0, a.dstep > 0 ? p : len - 1 - p));
+				continue;
+			}
+			const int p = mu + 4 * (x - 1);
+			u32 v[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int q = p + ((u + rot) & 3);
+				v[u] = ldw(sm, s0 + elemOff(a, t.dElem, w0, a.dstep > 0 ? q : len - 1 - q));
+			}
+			rotateBack(v, rot);
+			u32* const w = (u32*)(p0 + 3 * p);
+			w[0] = __byte_perm(v[0], v[1], 0x4210);
+			w[1] = __byte_perm(v[1], v[2], 0x5421);
+			w[2] = __byte_perm(v[2], v[3], 0x6542);
+		}
+	}
+}
 // sk_btile_nd3_i4_v1_i32 copies a transposition through box tiles: each block stages one
 // tile at a time in shared memory. Src run j lands in its own slot, at
 // its slot plus the tile's phase, so that every shared-memory byte has the
@@ -724,6 +786,8 @@ extern "C" __global__ void __launch_bounds__(NT) sk_btile_nd3_i4_v1_i32(u8* __re
 		__syncthreads();
 		if (S == 1 && a.gn > 0 && ((unsigned long long)dst & 3) == 0) {
 			storeSiblings(dst, sm, a, t, c);
+		} else if (TS > 0 && a.ld * S >= TS && (a.dstep == 1 || a.dstep == -1)) {
+			storeTriples(dst, sm, a, t, c);
 		} else if (WS > 0 && a.ld * S >= WS && (a.dstep == 1 || a.dstep == -1)) {
 			storeWords(dst, sm, a, t, c);
 		} else if (!ES && (a.dstep == 1 || a.dstep == -1)) {
