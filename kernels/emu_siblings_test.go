@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/gen"
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -46,17 +45,7 @@ func TestEmulatedSiblings(t *testing.T) {
 	}
 	used := 0
 	for _, c := range cases {
-		ss := layouttest.MustDense(t, c.shape, 1, c.perm...).Strides()
-		for i := range ss {
-			ss[i] *= c.step
-		}
-		ds := layouttest.MustNew(t, c.shape, nil, 1).Strides()
-		if c.flipD {
-			n := len(ds) - 1
-			ds[n] = -ds[n]
-		}
-		src := layouttest.MustNew(t, c.shape, ss, 1)
-		dst := layouttest.MustNew(t, c.shape, ds, 1)
+		dst, src := stepViews(t, c.shape, c.perm, 1, c.step, c.flipD)
 		pair := pairgen.Pair{Kind: "siblings", Dst: dst, Src: src, DstBase: c.base, DstBuf: dst.RequiredSizeInBytes() + c.base, SrcBuf: src.RequiredSizeInBytes()}
 		for _, spec := range []bool{false, true} {
 			p := emuCopyTiles(t, r, pair, spec, 4<<10)

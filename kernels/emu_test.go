@@ -271,3 +271,21 @@ func emuBoxTiles(t *testing.T, r *rand.Rand, what string, shape, ss []int64, ite
 		}
 	}
 }
+
+// stepViews returns a dense dst view of shape in items of item bytes, its
+// fastest dim reversed where flipD, and a src view permuted by perm whose
+// strides are step times a dense one's (strided src runs where step > 1):
+// the views of the emulated tests of one store path.
+func stepViews(t *testing.T, shape []int64, perm []int, item int, step int64, flipD bool) (dst, src layout.Layout) {
+	t.Helper()
+	ss := layouttest.MustDense(t, shape, item, perm...).Strides()
+	for i := range ss {
+		ss[i] *= step
+	}
+	ds := layouttest.MustNew(t, shape, nil, item).Strides()
+	if flipD {
+		n := len(ds) - 1
+		ds[n] = -ds[n]
+	}
+	return layouttest.MustNew(t, shape, ds, item), layouttest.MustNew(t, shape, ss, item)
+}

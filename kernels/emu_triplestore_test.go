@@ -3,7 +3,6 @@ package kernels
 import (
 	"testing"
 
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -36,17 +35,7 @@ func TestEmulatedTripleStore(t *testing.T) {
 	}
 	used := 0
 	for _, c := range cases {
-		ss := layouttest.MustDense(t, c.shape, 3, c.perm...).Strides()
-		for i := range ss {
-			ss[i] *= c.step
-		}
-		ds := layouttest.MustNew(t, c.shape, nil, 3).Strides()
-		if c.flipD {
-			n := len(ds) - 1
-			ds[n] = -ds[n]
-		}
-		src := layouttest.MustNew(t, c.shape, ss, 3)
-		dst := layouttest.MustNew(t, c.shape, ds, 3)
+		dst, src := stepViews(t, c.shape, c.perm, 3, c.step, c.flipD)
 		for base := range int64(4) {
 			for _, spec := range []bool{false, true} {
 				pair := pairgen.Pair{Kind: "triplestore", Dst: dst, Src: src, DstBase: base, DstBuf: dst.RequiredSizeInBytes() + base, SrcBuf: src.RequiredSizeInBytes()}

@@ -3,7 +3,6 @@ package kernels
 import (
 	"testing"
 
-	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -36,17 +35,7 @@ func TestEmulatedWordStore(t *testing.T) {
 	}
 	used := 0
 	for _, c := range cases {
-		ss := layouttest.MustDense(t, c.shape, c.item, c.perm...).Strides()
-		for i := range ss {
-			ss[i] *= c.step
-		}
-		ds := layouttest.MustNew(t, c.shape, nil, c.item).Strides()
-		if c.flipD {
-			n := len(ds) - 1
-			ds[n] = -ds[n]
-		}
-		src := layouttest.MustNew(t, c.shape, ss, c.item)
-		dst := layouttest.MustNew(t, c.shape, ds, c.item)
+		dst, src := stepViews(t, c.shape, c.perm, c.item, c.step, c.flipD)
 		for base := range int64(4) {
 			if base%int64(c.item&-c.item) != 0 {
 				continue // below the item's natural alignment: planned as bytes
