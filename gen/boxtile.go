@@ -158,6 +158,14 @@ func tripleStore(k Knobs, dst *tilegeom.BoxSide, item int64) bool {
 	return item == 3 && k.TripleStore > 0 && dst.RunLen*item >= int64(k.TripleStore) && (dst.Step == 1 || dst.Step == -1)
 }
 
+// TripleStore reports whether the box-tile kernel packed for plan p under
+// knobs k writes its dst runs in groups of three words (storeTriples), as
+// SiblingRuns does for the sibling store: for a description of the launch,
+// or a test that wants that path.
+func TripleStore(k Knobs, p *layout.Plan) bool {
+	return p.Sig.Class == layout.ClassBoxTile && p.Box != nil && tripleStore(k, &p.Box.Dst, int64(p.Sig.Itemsize))
+}
+
 // orderOf returns in o a side's tile dims by |stride| as argument values
 // (nd entries; those past NDims are never read by the kernel).
 func orderOf(o *[layout.MaxBoxNDim]int64, s *tilegeom.BoxSide, nd int) []int64 {

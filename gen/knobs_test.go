@@ -60,6 +60,17 @@ func TestTripleStoreRendered(t *testing.T) {
 	if k.TripleStore != 512 || k.WordStore != 0 {
 		t.Fatalf("%v: triplestore=%d wordstore=%d, want 512 and 0", p.Sig, k.TripleStore, k.WordStore)
 	}
+	// Its dst runs hold 288 bytes: the store takes them from triplestore=288.
+	for _, c := range []struct {
+		knob int
+		want bool
+	}{{512, false}, {289, false}, {288, true}, {3, true}, {0, false}} {
+		kc := k
+		kc.TripleStore = c.knob
+		if got := TripleStore(kc, &p); got != c.want {
+			t.Errorf("%v, dst runs of %d bytes, triplestore=%d: TripleStore %v, want %v", p.Sig, p.Box.Dst.RunLen*3, c.knob, got, c.want)
+		}
+	}
 	buf := make([]byte, ArgsSize(p.Sig))
 	if _, err := Pack(p.Sig, k, &p, 132, buf); err != nil {
 		t.Fatal(err)

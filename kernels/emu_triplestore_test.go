@@ -3,6 +3,7 @@ package kernels
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -55,7 +56,7 @@ func TestEmulatedTripleStore(t *testing.T) {
 }
 
 // tripleStore reports whether the kernel of plan p writes its dst runs
-// in groups of three words (takesTriples, under the knobs jit renders).
+// in groups of three words (gen.TripleStore, under the knobs jit renders).
 func tripleStore(t *testing.T, p layout.Plan) bool {
 	t.Helper()
 	if p.Sig.Class != layout.ClassBoxTile {
@@ -65,5 +66,5 @@ func tripleStore(t *testing.T, p layout.Plan) bool {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return takesTriples(p, k.Knobs)
+	return gen.TripleStore(k.Knobs, &p)
 }

@@ -58,37 +58,20 @@ func Gather(o *layout.PlanOptions) { o.Gather = true }
 func ResetTuning() {
 	for a := range tileCache {
 		for i := range tileCache[a] {
-			tileCache[a][i].Store(0)
+			tileCache[a][i].Store(nil)
 		}
 	}
 }
 
 // tileCache memoises the box tile's planner knobs by architecture (below
-// 128) and item size (1..16): boxKnobs packed in a word with a set bit
-// (tileSet); 0 means not yet looked up. KnobsFor walks the tuning table,
-// too slow for every plan.
-var tileCache [128][layout.MaxVectorBytes + 1]atomic.Uint64
+// 128) and item size (1..16); nil means not yet looked up. KnobsFor walks
+// the tuning table, too slow for every plan.
+var tileCache [128][layout.MaxVectorBytes + 1]atomic.Pointer[boxKnobs]
 
 // boxKnobs are the knobs of box tiles of one item size that the planner
 // takes (layout.PlanOptions' TileBytes, LoadGrain and TripleStore).
 type boxKnobs struct {
 	tileBytes, grain, triple int
-}
-
-// tileSet marks a tileCache entry as looked up.
-const tileSet = 1 << 63
-
-// pack returns b as a tileCache word, ok false where a field would not fit.
-func (b boxKnobs) pack() (uint64, bool) {
-	if b.tileBytes < 0 || b.tileBytes >= 1<<32 || b.grain < 0 || b.grain >= 256 || b.triple < 0 || b.triple >= 1<<22 {
-		return 0, false
-	}
-	return tileSet | uint64(b.tileBytes) | uint64(b.grain)<<32 | uint64(b.triple)<<40, true
-}
-
-// unpack is pack's inverse.
-func unpack(v uint64) boxKnobs {
-	return boxKnobs{int(v & (1<<32 - 1)), int(v >> 32 & 255), int(v >> 40 & (1<<22 - 1))}
 }
 
 // boxTuning returns the planner's knobs of box tiles of item-byte
@@ -107,13 +90,11 @@ func boxTuning(arch, item int) boxKnobs {
 		return look()
 	}
 	c := &tileCache[arch][item]
-	if v := c.Load(); v != 0 {
-		return unpack(v)
+	if v := c.Load(); v != nil {
+		return *v
 	}
 	b := look()
-	if v, ok := b.pack(); ok {
-		c.Store(v)
-	}
+	c.Store(&b)
 	return b
 }
 

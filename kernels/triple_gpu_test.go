@@ -46,21 +46,11 @@ func TestGPUTripleStore(t *testing.T) {
 			cases = cases[:4]
 		}
 		runPermCases(t, dev, st, r, cases, permPath{name: "triples", item: 3, pads: []int{0, 1, 2, 3}, padSrc: true, cache: cache, want: "the triple store", takes: func(p layout.Plan) bool {
-			return takesTriples(p, gen.KnobsFor(p.Sig, dev.Arch()))
+			return gen.TripleStore(gen.KnobsFor(p.Sig, dev.Arch()), &p)
 		}})
 		if err := cache.Close(); err != nil {
 			t.Error(err)
 		}
 	}
 	ResetTuning()
-}
-
-// takesTriples reports whether box-tile plan p's kernel under knobs k
-// writes its dst runs in groups of three words.
-func takesTriples(p layout.Plan, k gen.Knobs) bool {
-	if p.Sig.Class != layout.ClassBoxTile || p.Sig.Itemsize != 3 || k.TripleStore == 0 {
-		return false
-	}
-	d := &p.Box.Dst
-	return d.RunLen*3 >= int64(k.TripleStore) && (d.Step == 1 || d.Step == -1)
 }
