@@ -10,7 +10,8 @@ import (
 
 // PlanOptions gives the planner the real alignment of both views' lowest
 // bytes: a transpose of float32 matrices at 256-byte aligned addresses is
-// vectorised 4 wide, the same at an odd float offset moves single floats.
+// vectorised 4 wide, the same at an odd float offset moves single floats
+// through a box tile.
 func ExamplePlanOptions() {
 	dst, _ := layout.Dense([]int64{4096, 4096}, 4, layout.C)
 	src, _ := layout.Dense([]int64{4096, 4096}, 4, layout.F)
@@ -24,5 +25,5 @@ func ExamplePlanOptions() {
 	}
 	// Output:
 	// tile:nd=2,fast=0,item=4,vec=4,idx=32
-	// tile:nd=2,fast=0,item=4,vec=1,idx=32
+	// btile:nd=2,item=4,vec=1,idx=32
 }

@@ -255,8 +255,9 @@ func TestGPUCopies(t *testing.T) {
 		{[]int64{128, 200, 3}, []int{0, 1, 2}, []int{1, 0, 2}, 1},
 		{[]int64{5, 64, 96, 3}, []int{0, 1, 2, 3}, []int{0, 2, 1, 3}, 1},
 		{[]int64{65, 99, 3}, []int{0, 1, 2}, []int{1, 0, 2}, 1},
-		// Single floats in the vector tile (odd extents over 96).
+		// Odd extents: single floats in a box tile, f64 in the tile.
 		{[]int64{301, 299}, []int{0, 1}, []int{1, 0}, 4},
+		{[]int64{301, 299}, []int{0, 1}, []int{1, 0}, 8},
 	}
 	for _, f := range fixed {
 		one := []int64{1, 1, 1, 1}[:len(f.shape)]

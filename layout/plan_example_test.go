@@ -26,9 +26,8 @@ func ExamplePlanCopy() {
 	fmt.Println(p.Sig)
 	fmt.Println(p.Shape, p.DstStrides, p.SrcStrides)
 
-	// A transpose of odd extents cannot use vectors: single floats in the
-	// tile kernel where both sides span more than three of its 32-float
-	// tiles, else a box tile, each side read or written in runs of floats.
+	// A transpose of odd extents cannot use vectors: a box tile, each side
+	// read or written in runs of floats.
 	odd, _ := layout.Dense([]int64{301, 299}, 4, layout.C)
 	oddT, _ := layout.Dense([]int64{301, 299}, 4, layout.F)
 	p, _ = layout.PlanCopy(odd, oddT, layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
@@ -42,7 +41,7 @@ func ExamplePlanCopy() {
 	// [128 64] [64 1] [1 128] 32768
 	// elem:nd=2,item=16,vec=1,idx=32
 	// [128 16] [16 1] [25 1]
-	// tile:nd=2,fast=0,item=4,vec=1,idx=32
+	// btile:nd=2,item=4,vec=1,idx=32
 	// btile:nd=2,item=4,vec=1,idx=32 [46 60]
 }
 

@@ -253,32 +253,16 @@ func tileOf(j *joint, aD, aS int64) (f int, v int64, ok bool) {
 	v = min(vd, vs)
 	rows, cols := tilegeom.TileEdges(int(j.item), int(v))
 	e1, e2 := j.shape[n-1], j.shape[f]
-	take := tileVector(j.item, v) || wideFloats(j.item, v, e1, e2, int64(rows), int64(cols))
-	return f, v, take && tileFits(e1, int64(rows)) && tileFits(e2, int64(cols))
+	return f, v, tileVector(j.item, v) && tileFits(e1, int64(rows)) && tileFits(e2, int64(cols))
 }
 
-// wideFloats reports whether the vector tile takes single 4-byte items (no
-// wider vector, 32×32 tiles of rows by cols) over fast extents e1 and e2:
-// where each spans more than three tiles. On an H100 (14 copies of single
-// floats that could take the vector tile, box tile and vector tile
-// interleaved twice in one call) the eight such copies ran 0.98-1.24x
-// (2-d transposes with odd sides 1.06-1.21: 165 by 90000 73 -> 88% of
-// memcpy, 64 batched 127 by 1025 80 -> 98%; two 3-d reversals 0.98 and
-// 1.00), the six with a fast extent of 96 or less 0.75-1.10x (a 4-d
-// reversal of extents 67 and 79 71 -> 54%), where the box tile's folded
-// dims serve better; 14 fresh copies the rule takes ran 1.12x in
-// geometric mean (0.91-1.43).
-func wideFloats(item, v, e1, e2, rows, cols int64) bool {
-	return item == 4 && v == 1 && e1 > 3*rows && e2 > 3*cols
-}
-
-// classify picks the class of the plan and its vector width or tile; with
-// gather, ClassGather for every plan that needs a copy kernel other than a
-// broadcast or fill (PlanOptions.Gather).
+// classify picks the class of the plan and its vector width or tile, by
+// opt's ElemRunBytes and TileBytes; with opt.Gather, ClassGather for every
+// plan that needs a copy kernel other than a broadcast or fill.
 //
 // Pre: recut; p.Shape/DstStrides/SrcStrides are j's slices. Post: p.Sig's
 // class, Fast and Vec, and p.Tile for ClassBoxTile, as PlanCopy's doc says.
-func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
+func classify(p *Plan, j *joint, aD, aS int64, opt PlanOptions) {
 	n := j.n()
 	shape, ds, ss, item := j.shape, j.ds, j.ss, j.item
 	zeros := 0
@@ -302,7 +286,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 		}
 		return
 	}
-	if gather {
+	if opt.Gather {
 		p.Sig.Class = ClassGather
 		return
 	}
@@ -310,7 +294,7 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 	if n > MaxBoxNDim || !transposing(j) {
 		return
 	}
-	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= ElemRunBytes && item >= 4 {
+	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= elemRunBytes(opt.ElemRunBytes) && item >= 4 {
 		return // long runs, moved in elements of 4 bytes or more
 	}
 	if f, v, ok := tileOf(j, aD, aS); ok {
@@ -318,7 +302,15 @@ func classify(p *Plan, j *joint, aD, aS, tileBytes int64, gather bool) {
 		return
 	}
 	p.Sig.Class = ClassBoxTile
-	p.Tile = chooseTile(p.Tile[:0], shape, ds, ss, item, tileBytes)
+	p.Tile = chooseTile(p.Tile[:0], shape, ds, ss, item, tileBytes(opt.TileBytes))
+}
+
+// elemRunBytes returns the ElemRunBytes option's bound (0: ElemRunBytes).
+func elemRunBytes(b int) int64 {
+	if b == 0 {
+		return ElemRunBytes
+	}
+	return int64(b)
 }
 
 // transposing reports whether the dims ordered by |src stride| differ from
@@ -365,9 +357,10 @@ func tileFast(j *joint) int {
 // where the box tile stores every item byte by byte. Vectors narrower than
 // 8 bytes go there too, except those of 4 bytes that pack 1- or 2-byte
 // items: single floats in 32×32 tiles ran 0.62-1.42x the box tile (six of
-// ten cases slower; tileOf still gives them the tile over long fast
-// extents, wideFloats), four bytes and two halves in 64×64 tiles
-// 1.11-1.37x.
+// ten cases slower on an H100; on an H200 the eight random ones whose fast
+// extents both exceed 96, which an earlier rule gave the tile, ran 1.14x
+// as fast in the box tile, 0.95-1.36x), four bytes and two halves in 64×64
+// tiles 1.11-1.37x.
 func tileVector(item, v int64) bool {
 	if item == 3 {
 		return v == 4

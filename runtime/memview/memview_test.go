@@ -266,7 +266,7 @@ func TestExplain(t *testing.T) {
 		temporary bool
 	}{
 		{"device transpose, aligned", dv(0x10000, l), dv(0x20000000, lT), PathDevice, "tile:nd=2,fast=0,item=4,vec=4,idx=32", false, false},
-		{"device transpose, 4-byte aligned src: single floats", dv(0x10000, l), dv(0x20000004, lT), PathDevice, "tile:nd=2,fast=0,item=4,vec=1,idx=32", false, false},
+		{"device transpose, 4-byte aligned src: single floats in a box tile", dv(0x10000, l), dv(0x20000004, lT), PathDevice, "btile:nd=2,item=4,vec=1,idx=32", false, false},
 		{"device copy, widened", dv(0x10000, l), dv(0x20000000, l), PathDevice, "memcpy:nd=1,item=16,vec=1,idx=32", false, false},
 		{"device copy, 8-byte aligned", dv(0x10000, l), dv(0x20000008, l), PathDevice, "memcpy:nd=1,item=8,vec=1,idx=32", false, false},
 		{"pinned dense upload: one DMA into dst", dv(0x10000, l), pin(0x20000000, l), PathHostToDevice, "memcpy:nd=1,item=16,vec=1,idx=32", false, false},

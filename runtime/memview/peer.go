@@ -155,7 +155,7 @@ func (b *binding) bindPeer(dst, src *StridedMemoryView) error {
 		return err
 	}
 	if err == nil {
-		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign))
+		err = kernels.BindInto(b.k, dev, dst.l, src.l, int(b.key.dstAlign), int(b.key.srcAlign), peerElemRuns)
 		if err == nil && dst.span >= peerPolicyMin {
 			err = b.choosePush(dst, src)
 		}
@@ -202,10 +202,20 @@ func (b *binding) choosePush(dst, src *StridedMemoryView) error {
 	case gatherBy(gatherMode, &b.k.Plan, src.dev.Arch(), func(p *layout.Plan, arch int) bool { return gatherPays(p, arch, src.dev.MemoryBandwidth()) }):
 		return b.rebindOn(src.dev, dst, src, kernels.Gather)
 	case !b.key.push && pushPays(&b.k.Plan):
-		return b.rebindOn(src.dev, dst, src)
+		return b.rebindOn(src.dev, dst, src, peerElemRuns)
 	}
 	return nil
 }
+
+// peerElemRunBytes is the elementwise bound (layout.PlanOptions.ElemRunBytes)
+// of a kernel across the link: the bound at which the rules above were
+// measured on two GPUs, where the planner's own, larger one was measured
+// on one.
+const peerElemRunBytes = 64
+
+// peerElemRuns plans a copy across the link with peerElemRunBytes (a
+// kernels.PlanOption).
+func peerElemRuns(o *layout.PlanOptions) { o.ElemRunBytes = peerElemRunBytes }
 
 // gatherPays reports whether a large peer copy planned as p (an
 // elementwise copy, a tile or a box tile) runs faster as a gather pushed by

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/kernels"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 	"github.com/stridekit/stridekit/runtime/hostcopy"
@@ -271,7 +272,7 @@ func TestPushPays(t *testing.T) {
 		{"16-byte items, permuted outer dims (elementwise)", []int64{64, 64, 8}, []int64{8, 512, 1}, 16, true},
 		{"rows of 72 bytes, permuted outer dims (elementwise, 8-byte accesses)", []int64{64, 64, 18}, []int64{18, 1152, 1}, 4, false},
 		{"f32 4-d reversal (box tile)", []int64{45, 45, 182, 182}, []int64{1, 45, 2025, 368550}, 4, false},
-	})
+	}, peerElemRuns)
 }
 
 // TestGatherPays: the named peer cases whose gather was faster on two
@@ -303,7 +304,7 @@ func TestGatherPays(t *testing.T) {
 		{"u8 6-d permutation, neighbours 294576 apart", []int64{23, 10, 19, 19, 24, 34}, []int64{2945760, 1, 10, 155040, 190, 4560}, 1, false},
 		{"u8 5-d permutation, neighbours 62624 apart", []int64{28, 38, 32, 19, 103}, []int64{722, 1, 2082248, 38, 20216}, 1, false},
 		{"f16 6-d permutation of 28-byte runs, neighbours 181350 apart", []int64{13, 14, 13, 50, 9, 31}, []int64{700, 1, 282100, 14, 3667300, 9100}, 2, true},
-	})
+	}, peerElemRuns)
 }
 
 // h100Bandwidth and h200Bandwidth are the memory bandwidths of the two
@@ -326,7 +327,7 @@ func TestGatherPaysBeyondL2(t *testing.T) {
 		{"f16 6-d permutation, neighbours 1274130 apart (seed 1207)", []int64{26, 13, 27, 22, 15, 11}, []int64{1, 26, 338, 1505790, 100386, 9126}, 2, false},
 		{"12-byte 3-d permutation (seed 1207)", []int64{300, 95, 197}, []int64{1, 300, 28500}, 12, false},
 	}
-	checkRule(t, "gatherPays on an H200", func(p *layout.Plan) bool { return gatherPays(p, 90, h200Bandwidth) }, h200)
+	checkRule(t, "gatherPays on an H200", func(p *layout.Plan) bool { return gatherPays(p, 90, h200Bandwidth) }, h200, peerElemRuns)
 	none := slices.Clone(h200)
 	for i := range none {
 		none[i].want = false
@@ -336,7 +337,7 @@ func TestGatherPaysBeyondL2(t *testing.T) {
 		arch int
 		dram int64
 	}{{"an H100", 90, h100Bandwidth}, {"compute capability 10.0 with an H200's memory", 100, h200Bandwidth}, {"a device of unknown bandwidth", 90, 0}} {
-		checkRule(t, "gatherPays on "+g.name, func(p *layout.Plan) bool { return gatherPays(p, g.arch, g.dram) }, none)
+		checkRule(t, "gatherPays on "+g.name, func(p *layout.Plan) bool { return gatherPays(p, g.arch, g.dram) }, none, peerElemRuns)
 	}
 }
 
@@ -349,11 +350,11 @@ type ruleCase struct {
 	want       bool
 }
 
-// checkRule checks rule, named name, on every case.
-func checkRule(t *testing.T, name string, rule func(*layout.Plan) bool, cases []ruleCase) {
+// checkRule checks rule, named name, on every case, planned with opts.
+func checkRule(t *testing.T, name string, rule func(*layout.Plan) bool, cases []ruleCase, opts ...kernels.PlanOption) {
 	t.Helper()
 	for _, c := range cases {
-		p := planOf(t, c.shape, nil, c.src, c.item)
+		p := planOf(t, c.shape, nil, c.src, c.item, opts...)
 		if got := rule(p); got != c.want {
 			t.Errorf("%s (%v): %s = %v, want %v", c.name, p.Sig, name, got, c.want)
 		}
@@ -361,10 +362,15 @@ func checkRule(t *testing.T, name string, rule func(*layout.Plan) bool, cases []
 }
 
 // planOf returns the plan of a copy between layouts of shape with strides
-// dstStrides and srcStrides (nil: dense C order), 16-byte aligned.
-func planOf(t *testing.T, shape, dstStrides, srcStrides []int64, item int) *layout.Plan {
+// dstStrides and srcStrides (nil: dense C order), 16-byte aligned, with
+// opts applied.
+func planOf(t *testing.T, shape, dstStrides, srcStrides []int64, item int, opts ...kernels.PlanOption) *layout.Plan {
 	t.Helper()
-	p, err := layout.PlanCopy(mustNew(t, shape, dstStrides, item), mustNew(t, shape, srcStrides, item), layout.PlanOptions{DstAlign: 16, SrcAlign: 16})
+	opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+	for _, o := range opts {
+		o(&opt)
+	}
+	p, err := layout.PlanCopy(mustNew(t, shape, dstStrides, item), mustNew(t, shape, srcStrides, item), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
