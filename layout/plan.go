@@ -63,7 +63,10 @@ const TileMinExtent = 16
 // as box tiles (7 copies, 4-, 8- and 16-byte elements; an 8-byte 5-d
 // permutation 76.8 → 90.0% of memcpy), those of 168-236 bytes 0.98-1.01
 // and those of 392 bytes or more 0.93-0.97, so runs under 160 bytes go to
-// the box tile (it was 64).
+// the box tile (it was 64). Those copies were permutations of dense arrays,
+// whose box tiles lengthen both views' runs past the common one; where a
+// step or a slice leaves a view no dim that continues the run, runs of 64
+// bytes or more stay elementwise.
 const ElemRunBytes = 160
 
 // Limits of a box tile's size, in bytes of data.
@@ -116,9 +119,11 @@ const (
 //   - ClassElementwise: the dims ordered by |src stride| are in the same
 //     order as by |dst stride| (no transposition: slices, flips, strided
 //     views), or the innermost dim is contiguous in both views for at least
-//     PlanOptions.ElemRunBytes bytes (default ElemRunBytes) and its element
-//     has at least 4 bytes (each thread moves long runs in wide pieces),
-//     or the canonical form has more than MaxBoxNDim dims.
+//     PlanOptions.ElemRunBytes bytes (default ElemRunBytes; 64 where no dim
+//     of one view continues that run, so that a box tile could not
+//     lengthen it) and its element has at least 4 bytes (each thread moves
+//     long runs in wide pieces), or the canonical form has more than
+//     MaxBoxNDim dims.
 //   - ClassTile: a transposition whose dst fast dim (NDim-1, dst stride 1)
 //     and src fast dim Fast (src stride 1) both fill the tile kernel's tiles
 //     (32 to 128 elements a side, by vector width; each extent fills at

@@ -294,7 +294,7 @@ func classify(p *Plan, j *joint, aD, aS int64, opt PlanOptions) {
 	if n > MaxBoxNDim || !transposing(j) {
 		return
 	}
-	if ds[n-1] == 1 && ss[n-1] == 1 && shape[n-1]*item >= elemRunBytes(opt.ElemRunBytes) && item >= 4 {
+	if ds[n-1] == 1 && ss[n-1] == 1 && item >= 4 && elemRuns(j, opt.ElemRunBytes) {
 		return // long runs, moved in elements of 4 bytes or more
 	}
 	if f, v, ok := tileOf(j, aD, aS); ok {
@@ -305,12 +305,40 @@ func classify(p *Plan, j *joint, aD, aS int64, opt PlanOptions) {
 	p.Tile = chooseTile(p.Tile[:0], shape, ds, ss, item, tileBytes(opt.TileBytes))
 }
 
-// elemRunBytes returns the ElemRunBytes option's bound (0: ElemRunBytes).
-func elemRunBytes(b int) int64 {
-	if b == 0 {
-		return ElemRunBytes
+// elemRuns reports whether j, whose innermost dim is contiguous in both
+// views, goes to the elementwise kernel: where that common run holds
+// ElemRunBytes (the option's bound, 0: the package's) or more, or
+// elemShortRunBytes or more where a box tile could not lengthen the runs
+// of both views past it (a step or a slice cuts one view's next dim off
+// from the run).
+func elemRuns(j *joint, opt int) bool {
+	n := j.n()
+	run, bound := j.shape[n-1]*j.item, int64(ElemRunBytes)
+	if opt != 0 {
+		bound = int64(opt)
 	}
-	return int64(b)
+	if run >= bound {
+		return true
+	}
+	return run >= elemShortRunBytes && !(continues(j.ds[:n-1], j.shape[n-1]) && continues(j.ss[:n-1], j.shape[n-1]))
+}
+
+// elemShortRunBytes is the shortest common run that goes to the
+// elementwise kernel where a box tile could not lengthen both views' runs
+// (elemRuns): the bound ElemRunBytes had before an H200 measured longer
+// ones on permutations of dense arrays, which such views are not.
+const elemShortRunBytes = 64
+
+// continues reports whether a view whose strides outside its innermost
+// dim (stride 1) are strides has a dim that continues that dim's run of e
+// elements contiguously, in its direction (a stride of e).
+func continues(strides []int64, e int64) bool {
+	for _, s := range strides {
+		if s == e {
+			return true
+		}
+	}
+	return false
 }
 
 // transposing reports whether the dims ordered by |src stride| differ from

@@ -53,6 +53,8 @@ func TestPlanCopyTable(t *testing.T) {
 			sig: "elem:nd=3,item=16,vec=1,idx=32", shape: layouttest.S64(20, 30, 10), ds: layouttest.S64(300, 10, 1), ss: layouttest.S64(10, 200, 1)},
 		{name: "transpose with a common run under ElemRunBytes is a box tile", dst: n(layouttest.S64(20, 30, 36), nil, 4), src: n(layouttest.S64(20, 30, 36), layouttest.S64(36, 720, 1), 4), opt: a16,
 			sig: "btile:nd=3,item=16,vec=1,idx=32"},
+		{name: "a common run under ElemRunBytes whose src rows a step cuts apart is elementwise", dst: n(layouttest.S64(20, 30, 36), nil, 4), src: n(layouttest.S64(20, 30, 36), layouttest.S64(72, 1440, 1), 4), opt: a16,
+			sig: "elem:nd=3,item=16,vec=1,idx=32"},
 		{name: "the same at PlanOptions.ElemRunBytes 64 is elementwise", dst: n(layouttest.S64(20, 30, 36), nil, 4), src: n(layouttest.S64(20, 30, 36), layouttest.S64(36, 720, 1), 4), opt: layout.PlanOptions{DstAlign: 16, SrcAlign: 16, ElemRunBytes: 64},
 			sig: "elem:nd=3,item=16,vec=1,idx=32"},
 		{name: "permutation with src fast at middle canonical dim", dst: n(layouttest.S64(20, 30, 40), nil, 4), src: n(layouttest.S64(20, 30, 40), layouttest.S64(40, 1, 30*20), 4),
