@@ -166,6 +166,20 @@ func TripleStore(k Knobs, p *layout.Plan) bool {
 	return p.Sig.Class == layout.ClassBoxTile && p.Box != nil && tripleStore(k, &p.Box.Dst, int64(p.Sig.Itemsize))
 }
 
+// WordStore reports whether the box-tile kernel specialised to plan p
+// under knobs k writes its dst runs in aligned words (the template's
+// storeWords): items of 3 bytes or more that are not whole words (dataFor),
+// Knobs.WordStore set, contiguous dst runs of that many bytes or more, and
+// not the triple store, which comes first. The generic kernel never does.
+func WordStore(k Knobs, p *layout.Plan) bool {
+	item := int64(p.Sig.Itemsize)
+	if p.Sig.Class != layout.ClassBoxTile || p.Box == nil || item < 3 || item%4 == 0 || k.WordStore == 0 || tripleStore(k, &p.Box.Dst, item) {
+		return false
+	}
+	d := &p.Box.Dst
+	return d.RunLen*item >= int64(k.WordStore) && (d.Step == 1 || d.Step == -1)
+}
+
 // orderOf returns in o a side's tile dims by |stride| as argument values
 // (nd entries; those past NDims are never read by the kernel).
 func orderOf(o *[layout.MaxBoxNDim]int64, s *tilegeom.BoxSide, nd int) []int64 {

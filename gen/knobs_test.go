@@ -70,6 +70,12 @@ func TestTripleStoreRendered(t *testing.T) {
 		if got := TripleStore(kc, &p); got != c.want {
 			t.Errorf("%v, dst runs of %d bytes, triplestore=%d: TripleStore %v, want %v", p.Sig, p.Box.Dst.RunLen*3, c.knob, got, c.want)
 		}
+		// With wordstore=16 the specialised kernel writes words where the
+		// triple store, which comes first, does not take the runs.
+		kc.WordStore = 16
+		if got := WordStore(kc, &p); got == c.want {
+			t.Errorf("%v, triplestore=%d wordstore=16: WordStore %v, want %v", p.Sig, c.knob, got, !c.want)
+		}
 	}
 	buf := make([]byte, ArgsSize(p.Sig))
 	if _, err := Pack(p.Sig, k, &p, 132, buf); err != nil {

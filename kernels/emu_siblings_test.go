@@ -49,7 +49,7 @@ func TestEmulatedSiblings(t *testing.T) {
 		pair := pairgen.Pair{Kind: "siblings", Dst: dst, Src: src, DstBase: c.base, DstBuf: dst.RequiredSizeInBytes() + c.base, SrcBuf: src.RequiredSizeInBytes()}
 		for _, spec := range []bool{false, true} {
 			p := emuCopyTiles(t, r, pair, spec, 4<<10)
-			if want := !c.not; (siblingRuns(t, p) > 0) != want {
+			if want := !c.not; siblingStore(t, p) != want {
 				t.Errorf("%v: plan %v tile %v takes the sibling store: %v, want %v", pair, p.Sig, p.Tile, !want, want)
 			} else {
 				used++
@@ -58,21 +58,28 @@ func TestEmulatedSiblings(t *testing.T) {
 	}
 	// Random pairs of 1-byte items: those whose plans take the path.
 	n := emuRandomOn(t, r, 12, "the sibling store", func(c pairgen.Pair, p layout.Plan) bool {
-		return c.Dst.Itemsize() == 1 && siblingRuns(t, p) > 0
+		return c.Dst.Itemsize() == 1 && siblingStore(t, p)
 	}, func(i int) bool { return i%4 == 0 })
 	t.Logf("%d fixed copies on the path listed and %d random pairs through the sibling store", used, n)
 }
 
-// siblingRuns returns gen.SiblingRuns of p under the knobs its kernel is
-// rendered with.
-func siblingRuns(t *testing.T, p layout.Plan) int {
+// siblingStore reports whether the kernel of plan p writes its dst runs
+// four siblings at a time (gen.SiblingRuns, under the knobs jit renders).
+func siblingStore(t *testing.T, p layout.Plan) bool {
+	return takesPath(t, p, func(k gen.Knobs, p *layout.Plan) bool { return gen.SiblingRuns(k, p) > 0 })
+}
+
+// takesPath reports whether box-tile plan p takes the store path that
+// rule reports, under the knobs its kernel is rendered with (jit.For, as
+// the emulated copies load it).
+func takesPath(t *testing.T, p layout.Plan, rule func(gen.Knobs, *layout.Plan) bool) bool {
 	t.Helper()
 	if p.Sig.Class != layout.ClassBoxTile {
-		return 0
+		return false
 	}
 	k, err := jit.For(p.Sig, 90)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return gen.SiblingRuns(k.Knobs, &p)
+	return rule(k.Knobs, &p)
 }

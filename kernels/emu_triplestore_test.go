@@ -5,7 +5,6 @@ import (
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/pairgen"
-	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -58,13 +57,5 @@ func TestEmulatedTripleStore(t *testing.T) {
 // tripleStore reports whether the kernel of plan p writes its dst runs
 // in groups of three words (gen.TripleStore, under the knobs jit renders).
 func tripleStore(t *testing.T, p layout.Plan) bool {
-	t.Helper()
-	if p.Sig.Class != layout.ClassBoxTile {
-		return false
-	}
-	k, err := jit.For(p.Sig, 90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return gen.TripleStore(k.Knobs, &p)
+	return takesPath(t, p, gen.TripleStore)
 }

@@ -3,8 +3,8 @@ package kernels
 import (
 	"testing"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/pairgen"
-	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -50,29 +50,13 @@ func TestEmulatedWordStore(t *testing.T) {
 		}
 	}
 	n := emuRandomOn(t, r, 12, "the word store", func(c pairgen.Pair, p layout.Plan) bool {
-		i := c.Dst.Itemsize()
-		return i >= 3 && i%4 != 0 && wordStore(t, p)
+		return wordStore(t, p)
 	}, func(int) bool { return true })
 	t.Logf("%d fixed copies and %d random pairs through the word store", used, n)
 }
 
-// wordStore reports whether the specialised kernel of box-tile plan p
-// writes its dst runs in words (the template's choice: items that are not
-// whole words, contiguous dst runs of the knob's bytes or more).
+// wordStore reports whether the specialised kernel of plan p writes its
+// dst runs in words (gen.WordStore, under the knobs jit renders).
 func wordStore(t *testing.T, p layout.Plan) bool {
-	t.Helper()
-	if p.Sig.Class != layout.ClassBoxTile {
-		return false
-	}
-	k, err := jit.For(p.Sig, 90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	item := int64(p.Sig.Itemsize)
-	d := &p.Box.Dst
-	switch {
-	case k.Knobs.WordStore == 0 || item%4 == 0 || d.RunLen*item < int64(k.Knobs.WordStore):
-		return false
-	}
-	return d.Step == 1 || d.Step == -1
+	return takesPath(t, p, gen.WordStore)
 }

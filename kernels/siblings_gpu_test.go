@@ -34,6 +34,6 @@ func TestGPUSiblings(t *testing.T) {
 	st := testenv.NewStream(t, dev)
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
 	runPermCases(t, dev, st, r, siblingCases, permPath{name: "siblings", item: 1, pads: []int{0, 1}, want: "the sibling store", takes: func(p layout.Plan) bool {
-		return siblingRuns(t, p) > 0
+		return siblingStore(t, p)
 	}})
 }
