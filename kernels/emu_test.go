@@ -272,6 +272,44 @@ func emuBoxTiles(t *testing.T, r *rand.Rand, what string, shape, ss []int64, ite
 	}
 }
 
+// storeCase is a fixed case of an emulated test of one store path: the
+// views stepViews makes of it.
+type storeCase struct {
+	item  int
+	shape []int64
+	perm  []int
+	step  int64 // src stride multiplier (a strided src run)
+	flipD bool  // dst's fastest dim reversed
+}
+
+// emuStoreCases copies each of cases on the CPU with its dst view 0 to 3
+// bytes into its buffer (where that keeps the item's natural alignment),
+// in each of tiers (true: specialised), through tiles of tileBytes() bytes,
+// and fails a copy whose plan does not take the path (takes, named path).
+// It returns the copies made.
+func emuStoreCases(t *testing.T, r *rand.Rand, path string, cases []storeCase, tiers []bool, tileBytes func() int, takes func(layout.Plan) bool) int {
+	t.Helper()
+	used := 0
+	for _, c := range cases {
+		dst, src := stepViews(t, c.shape, c.perm, c.item, c.step, c.flipD)
+		for base := range int64(4) {
+			if base%int64(c.item&-c.item) != 0 {
+				continue // below the item's natural alignment: planned as bytes
+			}
+			for _, spec := range tiers {
+				pair := pairgen.Pair{Kind: path, Dst: dst, Src: src, DstBase: base, DstBuf: dst.RequiredSizeInBytes() + base, SrcBuf: src.RequiredSizeInBytes()}
+				p := emuCopyTiles(t, r, pair, spec, tileBytes())
+				if !takes(p) {
+					t.Errorf("%v: plan %v tile %v does not take the %s", pair, p.Sig, p.Tile, path)
+					continue
+				}
+				used++
+			}
+		}
+	}
+	return used
+}
+
 // stepViews returns a dense dst view of shape in items of item bytes, its
 // fastest dim reversed where flipD, and a src view permuted by perm whose
 // strides are step times a dense one's (strided src runs where step > 1):

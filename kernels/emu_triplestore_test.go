@@ -18,36 +18,16 @@ import (
 func TestEmulatedTripleStore(t *testing.T) {
 	t.Setenv("STRIDEKIT_KNOBS", "btile/3 triplestore=3")
 	r := emuRand(t, 11)
-	type fixed struct {
-		shape []int64
-		perm  []int
-		step  int64 // src stride multiplier (a strided src run)
-		flipD bool  // dst's fastest dim reversed
+	cases := []storeCase{
+		{3, []int64{6, 40, 130}, []int{2, 1, 0}, 1, false},
+		{3, []int64{5, 7, 9, 61}, []int{0, 3, 1, 2}, 1, false},
+		{3, []int64{9, 70, 30}, []int{2, 0, 1}, 1, true},
+		{3, []int64{8, 40, 41}, []int{2, 1, 0}, 2, false},
+		{3, []int64{37, 3, 53}, []int{2, 1, 0}, 1, false},       // dst runs of 3 items
+		{3, []int64{11, 13, 2, 29}, []int{3, 2, 1, 0}, 1, true}, // dst runs of 2 items, reversed
+		{3, []int64{7, 5, 3, 17, 19}, []int{4, 1, 3, 0, 2}, 1, false},
 	}
-	cases := []fixed{
-		{[]int64{6, 40, 130}, []int{2, 1, 0}, 1, false},
-		{[]int64{5, 7, 9, 61}, []int{0, 3, 1, 2}, 1, false},
-		{[]int64{9, 70, 30}, []int{2, 0, 1}, 1, true},
-		{[]int64{8, 40, 41}, []int{2, 1, 0}, 2, false},
-		{[]int64{37, 3, 53}, []int{2, 1, 0}, 1, false},       // dst runs of 3 items
-		{[]int64{11, 13, 2, 29}, []int{3, 2, 1, 0}, 1, true}, // dst runs of 2 items, reversed
-		{[]int64{7, 5, 3, 17, 19}, []int{4, 1, 3, 0, 2}, 1, false},
-	}
-	used := 0
-	for _, c := range cases {
-		dst, src := stepViews(t, c.shape, c.perm, 3, c.step, c.flipD)
-		for base := range int64(4) {
-			for _, spec := range []bool{false, true} {
-				pair := pairgen.Pair{Kind: "triplestore", Dst: dst, Src: src, DstBase: base, DstBuf: dst.RequiredSizeInBytes() + base, SrcBuf: src.RequiredSizeInBytes()}
-				p := emuCopyTiles(t, r, pair, spec, []int{1 << 10, 4 << 10}[r.IntN(2)])
-				if !tripleStore(t, p) {
-					t.Errorf("%v: plan %v tile %v does not take the triple store", pair, p.Sig, p.Tile)
-					continue
-				}
-				used++
-			}
-		}
-	}
+	used := emuStoreCases(t, r, "triple store", cases, []bool{false, true}, func() int { return []int{1 << 10, 4 << 10}[r.IntN(2)] }, func(p layout.Plan) bool { return tripleStore(t, p) })
 	n := emuRandomOn(t, r, 16, "the triple store", func(c pairgen.Pair, p layout.Plan) bool {
 		return tripleStore(t, p)
 	}, func(i int) bool { return i%2 == 1 })

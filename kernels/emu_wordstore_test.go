@@ -17,14 +17,7 @@ import (
 func TestEmulatedWordStore(t *testing.T) {
 	t.Setenv("STRIDEKIT_KNOBS", "btile wordstore=16")
 	r := emuRand(t, 9)
-	type fixed struct {
-		item  int
-		shape []int64
-		perm  []int
-		step  int64 // src stride multiplier (a strided src run)
-		flipD bool  // dst's fastest dim reversed
-	}
-	cases := []fixed{
+	cases := []storeCase{
 		{3, []int64{6, 40, 130}, []int{2, 1, 0}, 1, false},
 		{3, []int64{5, 7, 9, 61}, []int{0, 3, 1, 2}, 1, false},
 		{3, []int64{9, 70, 30}, []int{2, 0, 1}, 1, true},
@@ -33,23 +26,8 @@ func TestEmulatedWordStore(t *testing.T) {
 		{6, []int64{3, 33, 7, 45}, []int{3, 1, 2, 0}, 1, true},
 		{7, []int64{5, 31, 67}, []int{2, 1, 0}, 1, false},
 	}
-	used := 0
-	for _, c := range cases {
-		dst, src := stepViews(t, c.shape, c.perm, c.item, c.step, c.flipD)
-		for base := range int64(4) {
-			if base%int64(c.item&-c.item) != 0 {
-				continue // below the item's natural alignment: planned as bytes
-			}
-			pair := pairgen.Pair{Kind: "wordstore", Dst: dst, Src: src, DstBase: base, DstBuf: dst.RequiredSizeInBytes() + base, SrcBuf: src.RequiredSizeInBytes()}
-			p := emuCopyTiles(t, r, pair, true, 4<<10)
-			if !wordStore(t, p) {
-				t.Errorf("%v: plan %v tile %v does not take the word store", pair, p.Sig, p.Tile)
-				continue
-			}
-			used++
-		}
-	}
-	n := emuRandomOn(t, r, 12, "the word store", func(c pairgen.Pair, p layout.Plan) bool {
+	used := emuStoreCases(t, r, "word store", cases, []bool{true}, func() int { return 4 << 10 }, func(p layout.Plan) bool { return wordStore(t, p) })
+	n := emuRandomOn(t, r, 12, "the word store", func(_ pairgen.Pair, p layout.Plan) bool {
 		return wordStore(t, p)
 	}, func(int) bool { return true })
 	t.Logf("%d fixed copies and %d random pairs through the word store", used, n)
