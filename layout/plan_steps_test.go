@@ -291,9 +291,17 @@ func TestPropBoxTile(t *testing.T) {
 	})
 }
 
-// firstCandidate returns the tile chooseTile grows with skew 1.
+// firstCandidate returns the tile chooseTile grows with skew 1, with
+// growSpan where chooseTile grows its tiles with it.
 func firstCandidate(shape, ds, ss []int64, item, cap int64) []int64 {
-	return chooseTileOf(nil, shape, ds, ss, item, cap, boxSkews[:1])
+	skews := boxSkews[:]
+	if smallCopy(shape, item) {
+		skews = skews[:1]
+	}
+	out, cut := chooseTileOf(nil, shape, ds, ss, item, cap, skews, false)
+	span := cut && shortSrcRuns(out, shape, ds, ss, item)
+	t, _ := chooseTileOf(nil, shape, ds, ss, item, cap, boxSkews[:1], span)
+	return t
 }
 
 func sectorsOf(tile, shape, ds, ss []int64, item int64) int64 {
@@ -347,5 +355,31 @@ func TestLargestDivisor(t *testing.T) {
 				t.Fatalf("largestDivisor(%d, %d) = %d, want %d", e, lim, got, want)
 			}
 		}
+	}
+}
+
+// TestChooseTileSpan: a uint8 view whose src runs are 7 bytes (a flipped
+// dim of 7) 8 bytes apart (the next dim by src stride) gets a tile that
+// takes that next dim, so one tile reads whole sectors: without growSpan
+// its src side spanned 7 bytes and ran at 12.6% of memcpy on an H200
+// (20.5% with it). A dst run of 4 KiB or more keeps the tile as it was.
+func TestChooseTileSpan(t *testing.T) {
+	shape := []int64{17, 11, 13, 6, 7, 11, 21, 12}
+	ds := []int64{16648632, 1513512, 116424, 19404, 2772, 252, 12, 1}
+	ss := []int64{8, -37128, 2856, 53909856, -1, 4900896, 136, 408408}
+	const item, cap = 1, 24 << 10
+	tile := chooseTile(nil, shape, ds, ss, item, cap)
+	var sd [MaxBoxNDim]int8
+	var src tilegeom.BoxSide
+	tilegeom.SideFromOrder(&src, tilegeom.SortedDims(sd[:0], ss), shape, ss, tile)
+	if tile[4] != 7 || tile[0] < 4 {
+		t.Fatalf("tile %v (src run %d B): want all 7 of dim 4 and at least 4 of dim 0 (stride 8)", tile, src.RunLen*item)
+	}
+	if !shortSrcRuns(tile, shape, ds, ss, item) {
+		t.Fatalf("tile %v: shortSrcRuns false, want true (7-byte src runs, dst runs under 4 KiB)", tile)
+	}
+	long := []int64{1 << 20, 1}
+	if shortSrcRuns([]int64{4096, 1}, long, []int64{1, 1 << 20}, []int64{8, 1}, 1) {
+		t.Fatal("a 4 KiB dst run: shortSrcRuns true, want false")
 	}
 }
