@@ -104,7 +104,7 @@ var boxArgs = []argField{
 	{"offS", i32, 1, "table offset: src runs' shared-memory slots"},
 	{"lgs", i32, 1, "log2 threads per run: strided load"},
 	{"lgd", i32, 1, "log2 threads per run: store"},
-	{"c0", i32, 1, "shared-memory base of every dst run"},
+	{"c0", i32, 1, "shared-memory base of every dst run: a src run's first item from its lowest byte"},
 	{"grain", i32, 1, "src slots' grain: a tile's phase is its src run 0's address modulo it"},
 	{"rgs", i32, tilegeom.MaxRagged, "ragged dims outside the src runs (-1: none)"},
 	{"rgd", i32, tilegeom.MaxRagged, "ragged dims outside the dst runs (-1: none)"},

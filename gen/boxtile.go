@@ -70,7 +70,7 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	w.put("nk", int64(src.NDims))
 	w.put("nsr", int64(src.NRun))
 	w.put("ndr", int64(dst.NRun))
-	w.put("ls", src.RunLen)
+	w.put("ls", src.LoadLen())
 	w.put("rs", src.Runs)
 	w.put("ld", dst.RunLen)
 	w.put("rd", dst.Runs)
@@ -136,8 +136,8 @@ func boxGrid(ntiles, tileBytes, blockBytes, sm int64) int64 {
 // (elements) or the block has threads.
 func boxLanes(k Knobs, src, dst *tilegeom.BoxSide, item int64) (lgs, lgw, lgd int) {
 	lanes := func(knob int, pieces, runs int64) int { return laneLog(k, knob, pieces, runs) }
-	words := ceilDiv(src.RunLen*item, 4) + 1   // a run at any address spans one word more
-	pieces := ceilDiv(dst.RunLen*item, 16) + 1 // a misaligned run spans one piece more
+	words := ceilDiv(src.LoadLen()*item, 4) + 1 // a run at any address spans one word more
+	pieces := ceilDiv(dst.RunLen*item, 16) + 1  // a misaligned run spans one piece more
 	lgs = lanes(32, src.RunLen, src.Runs)
 	lgw = lanes(4*k.LoadLanes, words, src.Runs)
 	lgd = lanes(k.StoreLanes, pieces, dst.Runs)
@@ -218,13 +218,14 @@ type siblings struct {
 }
 
 // siblingsOf returns the sibling store of box-tile plan p under knobs k:
-// off unless k.Siblings, the items are bytes, src runs are not reversed in
-// shared memory, dst runs are contiguous, forward and of whole words
-// (wordRuns), and src's first run dim lies outside the dst runs.
+// off unless k.Siblings, the items are bytes, src runs are neither
+// reversed in shared memory nor spans, dst runs are contiguous, forward
+// and of whole words (wordRuns), and src's first run dim lies outside the
+// dst runs.
 func siblingsOf(k Knobs, p *layout.Plan) siblings {
 	off := siblings{dim: -1, div: [2]int64{1, 1}}
 	g := p.Box
-	if !k.Siblings || p.Sig.Itemsize != 1 || g.Src.NDims == 0 || g.Src.Step == -1 || g.Dst.Step != 1 {
+	if !k.Siblings || p.Sig.Itemsize != 1 || g.Src.NDims == 0 || g.Src.Step == -1 || g.Src.Holes || g.Dst.Step != 1 {
 		return off
 	}
 	if !wordRuns(p) {

@@ -414,6 +414,10 @@ func boxGeometry(p *Plan, grain int64) {
 	item := int64(p.Sig.Itemsize)
 	g := p.Box
 	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, tilegeom.WordGrain, p.Sig.Index64)
+	spans := shortSrcRuns(p.Tile, p.Shape, p.DstStrides, p.SrcStrides, item)
+	if spans {
+		setBox(p, tilegeom.WordGrain, spans)
+	}
 	if grain != tilegeom.ChunkGrain || g.Src.Step != 1 && g.Src.Step != -1 || smallCopy(p.Shape, item) {
 		return // strided src runs move element by element; a small copy's time is its launch's
 	}
@@ -427,7 +431,21 @@ func boxGeometry(p *Plan, grain int64) {
 		!sameFirst(g, &w, p.Tile) && storeConflicts(g, &w, p.Tile, item) > storeConflicts(g, &g.W, p.Tile, item) {
 		return
 	}
-	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, tilegeom.ChunkGrain, p.Sig.Index64)
+	setBox(p, tilegeom.ChunkGrain, spans)
+}
+
+// setBox sets p.Box to the box tile's geometry at grain, with its src runs
+// as spans (tilegeom.SpanSide) where spans is set, that lengthens them and
+// the tile's shared memory stays within bounds. A tile whose src runs
+// stop under spanRunBytes (growSpan) stages them as spans, one load of
+// the bytes from a run's lowest element to its highest, where each would
+// take a slot, a table entry and its own copies.
+func setBox(p *Plan, grain int64, spans bool) {
+	g, item := p.Box, int64(p.Sig.Itemsize)
+	if spans && g.SetSpans(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64) && g.Shared.Total <= tilegeom.MaxBoxSharedBytes {
+		return
+	}
+	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64)
 }
 
 // sameFirst reports whether the weights w give a dst run's first 32

@@ -607,7 +607,13 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 func checkGrain(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, w int64) {
 	grain := p.Box.Grain
 	var g, g4 tilegeom.BoxGeometry
-	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, grain, p.Sig.Index64)
+	set := func(g *tilegeom.BoxGeometry, grain int64) {
+		g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, grain, p.Sig.Index64)
+		if p.Box.Src.Holes && !g.SetSpans(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, grain, p.Sig.Index64) {
+			t.Fatalf("btile plan %+v: src spans %+v, but SpanSide takes no more dims", p, p.Box.Src)
+		}
+	}
+	set(&g, grain)
 	if *p.Box != g {
 		t.Fatalf("btile plan %+v: geometry %+v, want %+v", p, p.Box, g)
 	}
@@ -618,7 +624,7 @@ func checkGrain(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, w int64)
 	case g.Src.Step != 1 && g.Src.Step != -1 || g.Shared.Total > tilegeom.MaxBoxSharedBytes:
 		t.Fatalf("chunks for src runs of step %d, %d bytes of shared memory", g.Src.Step, g.Shared.Total)
 	default:
-		g4.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, w, tilegeom.WordGrain, p.Sig.Index64)
+		set(&g4, tilegeom.WordGrain)
 		if c, c4 := bankLoad(&g, p.Tile, w), bankLoad(&g4, p.Tile, w); c > c4 {
 			t.Fatalf("chunks with %d words in a bank, %d with words (weights %v, %v)", c, c4, g.W, g4.W)
 		}

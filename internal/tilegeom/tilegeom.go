@@ -76,6 +76,14 @@ type BoxSide struct {
 	// Step is the element stride of a run in this view: consecutive
 	// elements of a run are Step elements apart (±1: contiguous).
 	Step int64
+	// Span is the elements a run's load covers, from its lowest element to
+	// its highest: RunLen, but for a side with Holes.
+	Span int64
+	// Holes marks a src side whose runs are spans (SpanSide): a run's dims
+	// need not continue each other in memory, and the kernel loads the
+	// Span elements from its lowest whole, the bytes between its elements
+	// included (Step is 1).
+	Holes bool
 }
 
 // BoxSides returns the src and dst sides of the box tile tile over a
@@ -136,6 +144,52 @@ func SideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
 		b.RunLen *= tile[k]
 	}
 	b.Runs = vol / b.RunLen
+	b.Span = b.RunLen
+}
+
+// SpanSide sets b to the src side of the box tile tile whose runs take, by
+// |stride|, every next tile dim whose stride is at most twice the span of
+// the run so far (SideFromOrder's run dims, and more where a step, a flip
+// or a slice stops the run short), as long as the run's span stays under
+// twice its elements: the holes between them are the bytes the tile's
+// sectors hold anyway. It reports whether the run took more dims than
+// SideFromOrder's; if not, b is SideFromOrder's side. lo is the offset in
+// elements of a run's lowest element from its first (at or below 0).
+func SpanSide(b *BoxSide, ord []int8, shape, strides, tile []int64) (lo int64, ok bool) {
+	SideFromOrder(b, ord, shape, strides, tile)
+	plain := b.NRun
+	var hi int64
+	elems, n := int64(1), 0
+	for ; n < b.NDims; n++ {
+		k := b.Order[n]
+		st, t := strides[k], tile[k]
+		span := hi - lo + 1
+		if st == 0 || n > 0 && int64(uabs(st)) > 2*span {
+			break
+		}
+		ext := (t - 1) * st
+		nlo, nhi := lo+min(ext, 0), hi+max(ext, 0)
+		if nhi-nlo+1 > 2*elems*t {
+			break
+		}
+		lo, hi, elems = nlo, nhi, elems*t
+	}
+	if n <= plain {
+		SideFromOrder(b, ord, shape, strides, tile)
+		return 0, false
+	}
+	b.NRun, b.RunLen, b.Runs = n, elems, b.Runs*b.RunLen/elems
+	b.Span, b.Step, b.Holes = hi-lo+1, 1, true
+	return lo, true
+}
+
+// LoadLen returns the elements the kernel loads a run as: Span for a side
+// with Holes, else RunLen.
+func (b *BoxSide) LoadLen() int64 {
+	if b.Holes {
+		return b.Span
+	}
+	return b.RunLen
 }
 
 // The src runs' slots are laid out at a grain: every slot's shared-memory
@@ -203,7 +257,8 @@ func oddWords(u int64) int64 {
 // (WordGrain or ChunkGrain): it sets w[k], for each tile dim k of the src
 // side, to the bytes one index step of k moves in shared memory, and
 // returns the bytes the tile's data takes. Within a run elements follow
-// each other (reversed runs: backwards from the run's last slot byte);
+// each other (reversed runs: backwards from the run's last slot byte; a
+// span's, Holes, as in src: ss[k]·item apart along its dims k);
 // from run to run the step along the i-th dim outside the runs is U_i +
 // (ss[k]·item mod grain), U_1 = BoxRunPitch and U_{i+1} = t_i·(U_i +
 // grain), at WordGrain each rounded up to an odd number of words
@@ -220,10 +275,13 @@ func BoxSrcWeights(src *BoxSide, ss, tile []int64, item, grain int64, w []int64)
 		k := src.Order[i]
 		if w != nil {
 			w[k] = x
+			if src.Holes {
+				w[k] = ss[k] * item
+			}
 		}
 		x *= tile[k]
 	}
-	u := BoxRunPitch(src.RunLen, item, grain)
+	u := BoxRunPitch(src.LoadLen(), item, grain)
 	for i := src.NRun; i < src.NDims; i++ {
 		k := src.Order[i]
 		if w != nil {
@@ -333,7 +391,7 @@ func BoxRagged(shape, tile []int64, b *BoxSide) (rg [MaxRagged]int, last int, ok
 		rg[i] = -1
 	}
 	last = -1
-	if b.NRun > 0 {
+	if b.NRun > 0 && !b.Holes { // a span loads whole, its last dim ragged or not
 		if k := int(b.Order[b.NRun-1]); Ragged(shape[k], tile[k]) {
 			last = k
 		}
@@ -362,8 +420,10 @@ type BoxGeometry struct {
 	// W is, for each canonical dim, the shared-memory bytes one index step
 	// moves (BoxSrcWeights; 0 for dims outside the tile).
 	W [MaxBoxNDim]int64
-	// C0 is the shared-memory base of every dst run relative to its slot:
-	// (RunLen-1)·item for reversed src runs, else 0.
+	// C0 is the shared-memory offset of a src run's first element from its
+	// slot's lowest byte: (RunLen-1)·item for reversed src runs, -lo·item
+	// for spans (SpanSide), else 0. The kernel finds a run's lowest byte
+	// C0 below its first element's.
 	C0 int64
 	// RaggedSrc, LastSrc, RaggedDst and LastDst are BoxRagged's answers
 	// for each side.
@@ -384,10 +444,26 @@ type BoxGeometry struct {
 // as the planner's tiles do; else the ragged answers are incomplete.
 func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item, grain int64, index64 bool) {
 	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	g.set(shape, ss, tile, item, grain, index64, 0)
+}
+
+// SetSpans is Set with the src side's runs as spans (SpanSide) where that
+// lengthens them; it reports whether it did.
+func (g *BoxGeometry) SetSpans(shape, ds, ss, tile []int64, item, grain int64, index64 bool) bool {
+	var ord [MaxBoxNDim]int8
+	lo, ok := SpanSide(&g.Src, SortedDims(ord[:0], ss[:len(tile)]), shape, ss, tile)
+	sideOf(&g.Dst, shape, ds, tile)
+	g.set(shape, ss, tile, item, grain, index64, lo)
+	return ok
+}
+
+// set is Set's and SetSpans's rest, for sides already set and a span's
+// lowest element lo.
+func (g *BoxGeometry) set(shape, ss, tile []int64, item, grain int64, index64 bool, lo int64) {
 	g.Grain = grain
 	g.W = [MaxBoxNDim]int64{}
 	BoxSrcWeights(&g.Src, ss, tile, item, grain, g.W[:len(tile)])
-	g.C0 = 0
+	g.C0 = -lo * item
 	if g.Src.Step == -1 {
 		g.C0 = (g.Src.RunLen - 1) * item
 	}

@@ -261,3 +261,42 @@ func TestTileEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestSpanSide: a tile of 7-element runs, flipped, 8 elements apart gets
+// runs that span 8·t-1 elements with holes, and runs whose dims go
+// opposite ways one span (the next dims join while their stride is at
+// most twice the span, and the span under twice the elements); a stride
+// twice the span further out stays out, a strided run keeps its side, and
+// so does a run SideFromOrder already takes whole.
+func TestSpanSide(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		shape, ss, tile   []int64
+		ok                bool
+		nrun              int
+		runLen, span, low int64
+	}{
+		{"holes", []int64{7, 17, 300}, []int64{-1, 8, 136}, []int64{7, 4, 2}, true, 2, 28, 31, -6},
+		{"signs", []int64{7, 7, 8}, []int64{1, -7, 56}, []int64{7, 7, 8}, true, 3, 392, 441, -42},
+		{"far", []int64{7, 17, 300}, []int64{1, 15, 255}, []int64{7, 4, 2}, false, 1, 7, 7, 0},
+		{"strided", []int64{7, 17}, []int64{3, 21}, []int64{7, 4}, false, 2, 28, 28, 0},
+		{"contiguous", []int64{7, 17}, []int64{1, 7}, []int64{7, 4}, false, 2, 28, 28, 0},
+	} {
+		var b BoxSide
+		lo, ok := SpanSide(&b, SortedDims(nil, c.ss), c.shape, c.ss, c.tile)
+		if ok != c.ok || b.NRun != c.nrun || b.RunLen != c.runLen || b.Span != c.span || lo != c.low || b.Holes != c.ok {
+			t.Errorf("%s: ok %v, side %+v, lo %d; want ok %v, %d run dims, %d elements spanning %d, lo %d", c.name, ok, b, lo, c.ok, c.nrun, c.runLen, c.span, c.low)
+		}
+		if b.Runs*b.RunLen != c.tile[0]*c.tile[1]*vol(c.tile[2:]) {
+			t.Errorf("%s: %d runs of %d elements in a tile %v", c.name, b.Runs, b.RunLen, c.tile)
+		}
+	}
+}
+
+func vol(t []int64) int64 {
+	v := int64(1)
+	for _, x := range t {
+		v *= x
+	}
+	return v
+}

@@ -74,7 +74,7 @@ struct A {
 	int offS; // table offset: src runs' shared-memory slots
 	int lgs; // log2 threads per run: strided load
 	int lgd; // log2 threads per run: store
-	int c0; // shared-memory base of every dst run
+	int c0; // shared-memory base of every dst run: a src run's first item from its lowest byte
 	int grain; // src slots' grain: a tile's phase is its src run 0's address modulo it
 	int rgs[4]; // ragged dims outside the src runs (-1: none)
 	int rgd[4]; // ragged dims outside the dst runs (-1: none)
@@ -281,7 +281,7 @@ __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 			if (a.lastd == k) c.lenD = a.ld / (int)a.tile[k] * (int)rm;
 		}
 	}
-	c.ph = (int)(((unsigned long long)src + (unsigned long long)((c.sb - (a.sstep == -1 ? (I)(a.ls - 1) : (I)0)) * S)) & (a.grain - 1));
+	c.ph = (int)(((unsigned long long)src + (unsigned long long)((long long)c.sb * S - a.c0)) & (a.grain - 1));
 	return c;
 }
 // runOf is the run-iteration prologue of every phase: work item it of a
@@ -298,15 +298,15 @@ __device__ __forceinline__ bool runOf(int it, int lg, bool part, const uint2* co
 	}
 	return true;
 }
-// srcRun returns the lowest byte p of src run j (len items) of tile c and
+// srcRun returns the lowest byte p of src run j (len items) of tile c, a.c0
+// bytes below its first item (a reversed run's last, a span's lowest), and
 // sets e to where p lands in shared memory (p modulo a.grain) and [b0, b1)
 // to the bytes from p that the run's items take (a reversed partial run's
 // items are its last ones).
 __device__ __forceinline__ const u8* srcRun(u8* sm, const u8* src, const A& a, const Tables& t, const Tile& c, int j, int len, u8*& e, int& b0, int& b1) {
 	b0 = a.sstep > 0 ? 0 : (a.ls - len) * S;
 	b1 = a.sstep > 0 ? len * S : a.ls * S;
-	const I base = c.sb + t.sOff[j];
-	const u8* const p = src + (long long)(a.sstep > 0 ? base : base - (a.ls - 1)) * S;
+	const u8* const p = src + (long long)(c.sb + t.sOff[j]) * S - a.c0;
 	e = sm + t.sSlot[j] + c.ph;
 	return p;
 }
