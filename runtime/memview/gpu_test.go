@@ -132,6 +132,7 @@ func TestGPURandomPairs(t *testing.T) {
 	}
 	byRoute := map[string]int{}
 	byClass := map[layout.Class]int{}
+	spans := 0
 	failed := 0
 	for i := 0; i < n && failed < 5; i++ {
 		c := pairgen.Random(r, maxView)
@@ -175,12 +176,15 @@ func TestGPURandomPairs(t *testing.T) {
 		}
 		byRoute[fmt.Sprintf("%v→%v", sk, dk)]++
 		byClass[cp.Plan.Sig.Class]++
+		if b := cp.Plan.Box; b != nil && b.Src.Holes {
+			spans++
+		}
 	}
 	total := 0
 	for _, v := range byRoute {
 		total += v
 	}
-	t.Logf("GPU pairs: %d passed, %d failed; by memory: %v; by class: %v", total, failed, byRoute, byClass)
+	t.Logf("GPU pairs: %d passed, %d failed; by memory: %v; by class: %v (btile with src spans: %d)", total, failed, byRoute, byClass, spans)
 }
 
 // TestGPUConcurrent: 32 goroutines on 8 streams copy distinct views at
