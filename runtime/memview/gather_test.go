@@ -35,10 +35,13 @@ var localGatherCases = []struct {
 	// Views whose src runs a step, a flip or short extents cut under
 	// 64 bytes, into dst runs of 4 KiB or more (scatteredSrc; the
 	// gather ran 2.38, 1.98 and 1.41 times as fast), and two whose dst
-	// runs are shorter (the gather: 0.07 and 0.23).
+	// runs are shorter (the gather: 0.07 and 0.23). The third, 8 bytes
+	// apart, is now a box tile whose src runs are spans of 142 bytes
+	// (layout's spanHoles), which ran 1.29 and 1.73 times the gather on
+	// two such views.
 	{ruleCase{"u8 view, src runs of 24 bytes, dst runs of 7176", []int64{35, 14, 19, 23, 13, 24}, []int64{49, 10166520, 1715, -423605, 32585, 2}, 1, true}, true},
 	{ruleCase{"3-byte view, src runs of 33 bytes, dst runs of 10890", []int64{5, 9, 9, 4, 7, 11, 15, 11}, []int64{2754, 34, 306, 1445850, 206550, 5783400, 13770, 3}, 3, true}, true},
-	{ruleCase{"f16 view, reversed src runs of 14 bytes", []int64{18, 11, 5, 7, 12, 6, 9, 7}, []int64{6386688, 72, 2376, 912384, 76032, 12672, 8, -1}, 2, true}, true},
+	{ruleCase{"f16 view, reversed src runs of 14 bytes", []int64{18, 11, 5, 7, 12, 6, 9, 7}, []int64{6386688, 72, 2376, 912384, 76032, 12672, 8, -1}, 2, false}, false},
 	{ruleCase{"u8 view, src runs of 21 bytes, dst runs of 589", []int64{21, 59, 31, 56, 31}, []int64{1, 4634469, 149499, -2646, -42}, 1, false}, false},
 	{ruleCase{"u8 view, src runs of 5 bytes, dst runs of 980", []int64{10, 5, 13, 17, 12, 14, 7, 5}, []int64{10, 1, 26239500, 36750, -2940, 105, 3748500, -624750}, 1, false}, false},
 }
