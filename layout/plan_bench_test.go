@@ -63,3 +63,35 @@ func BenchmarkPlanCopy4(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPlanCopyIntoSpans plans a uint8 8-d view whose src runs of 7
+// bytes, flipped, lie 8 bytes apart: a box tile grown by growSpan whose
+// src runs are spans (the host time the first copy of such a pair pays).
+func BenchmarkPlanCopyIntoSpans(b *testing.B) { benchPlanView(b, 8, -1, 136, true) }
+
+// BenchmarkPlanCopyIntoRuns plans BenchmarkPlanCopyIntoSpans's view with
+// its short dim not flipped and no bytes between the src runs of its three
+// fastest dims, which then continue each other: plain src runs, no spans,
+// to compare with.
+func BenchmarkPlanCopyIntoRuns(b *testing.B) { benchPlanView(b, 7, 1, 119, false) }
+
+// benchPlanView plans, again and again, a uint8 8-d view whose three
+// fastest src dims have strides dir, pitch and s6, and checks at the end
+// whether its src runs are spans.
+func benchPlanView(b *testing.B, pitch, dir, s6 int64, spans bool) {
+	shape := []int64{17, 11, 13, 6, 7, 11, 21, 12}
+	ss := []int64{pitch, -37128, 2856, 53909856, dir, 4900896, s6, 408408}
+	dst := layouttest.MustNew(b, shape, nil, 1)
+	src := layouttest.MustNew(b, shape, ss, 1)
+	opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+	var p layout.Plan
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := layout.PlanCopyInto(&p, dst, src, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if p.Box == nil || p.Box.Src.Holes != spans {
+		b.Fatalf("plan %v tile %v: src spans %v, want %v", p.Sig, p.Tile, p.Box != nil && p.Box.Src.Holes, spans)
+	}
+}
