@@ -42,21 +42,60 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 		skews = skews[:1]
 	}
 	out, cut := chooseTileOf(out, shape, ds, ss, item, tileBytes, skews, false)
-	if cut && shortSrcRuns(out, shape, ds, ss, item) {
-		out, _ = chooseTileOf(out[:0], shape, ds, ss, item, tileBytes, skews, true)
+	if !cut || !shortSrcRuns(out, shape, ss, item) {
+		return out
+	}
+	var first [MaxBoxNDim]int64
+	copy(first[:], out)
+	out, _ = chooseTileOf(out[:0], shape, ds, ss, item, tileBytes, skews, true)
+	if !keepGrown(first[:len(out)], out, shape, ds, ss, item) {
+		copy(out, first[:len(out)])
 	}
 	return out
 }
 
-// shortSrcRuns reports whether tile t's src runs hold under spanRunBytes
-// and its dst runs under spanDstBytes: a tile to choose again with
-// growSpan.
-func shortSrcRuns(t, shape, ds, ss []int64, item int64) bool {
-	var sd, dd [MaxBoxNDim]int8
-	var src, dst tilegeom.BoxSide
-	tilegeom.SideFromOrder(&src, tilegeom.SortedDims(sd[:0], ss), shape, ss, t)
-	tilegeom.SideFromOrder(&dst, tilegeom.SortedDims(dd[:0], ds), shape, ds, t)
-	return src.RunLen*item < spanRunBytes && dst.RunLen*item < spanDstBytes
+// keepGrown reports whether chooseTile keeps tile grown, which growSpan
+// grew from tile first: always, but for items of at most scatteredItem
+// bytes whose first tile has dst runs of scatteredDstBytes or more, which
+// runtime/memview gathers instead, where grown's src runs do not become
+// spans.
+func keepGrown(first, grown, shape, ds, ss []int64, item int64) bool {
+	return item > scatteredItem || spansTake(grown, shape, ss) || runBytes(first, shape, ds, item) < scatteredDstBytes
+}
+
+// scatteredItem and scatteredDstBytes are where runtime/memview gathers a
+// box tile whose src runs are short rather than copy it (its
+// scatteredSrc: items of at most 3 bytes, dst runs of 4 KiB or more). A
+// tile regrown by growSpan replaces such a tile only where its src runs
+// become spans, which ran 1.29-2.38 times the gather on the four such
+// views measured (H200); no grown tile without spans was timed against it.
+const (
+	scatteredItem     = 3
+	scatteredDstBytes = 4096
+)
+
+// spansTake reports whether tile t's src runs, in the view with strides
+// ss, would be spans (tilegeom.SpanSide lengthens them).
+func spansTake(t, shape, ss []int64) bool {
+	var sd [MaxBoxNDim]int8
+	var b tilegeom.BoxSide
+	_, ok := tilegeom.SpanSide(&b, tilegeom.SortedDims(sd[:0], ss), shape, ss, t)
+	return ok
+}
+
+// runBytes returns the bytes of tile t's runs in the view with strides
+// st.
+func runBytes(t, shape, st []int64, item int64) int64 {
+	var sd [MaxBoxNDim]int8
+	var b tilegeom.BoxSide
+	tilegeom.SideFromOrder(&b, tilegeom.SortedDims(sd[:0], st), shape, st, t)
+	return b.RunLen * item
+}
+
+// shortSrcRuns reports whether tile t's src runs hold under spanRunBytes:
+// a tile to choose again with growSpan.
+func shortSrcRuns(t, shape, ss []int64, item int64) bool {
+	return runBytes(t, shape, ss, item) < spanRunBytes
 }
 
 // chooseTileOf is chooseTile over the candidates of skews, a prefix of
@@ -188,21 +227,22 @@ func (c *tileChooser) growToTarget(sOrd, dOrd []int8) {
 
 // spanHoles returns, for box-tile plan p whose geometry has plain sides,
 // the most bytes a span of its src runs may take per byte of its elements,
-// in halves (setBox): 4 where the src runs stop under spanRunBytes and the
-// dst runs under spanDstBytes (growSpan's tiles, whose holes are the bytes
-// their sectors hold anyway), 3 for other src runs under spanWideBytes, 0
-// (no spans) for longer ones. A span loads a run's bytes from its lowest
+// in halves (setBox): 4 where the src runs stop under spanRunBytes
+// (growSpan's tiles, whose holes are the bytes their sectors hold anyway),
+// 3 for other src runs under spanWideBytes, 0 (no spans) for longer ones. A span loads a run's bytes from its lowest
 // element to its highest at once, where each short run took a slot, a
 // table entry and its own copies. Measured on an H200 (random views and
 // permutations of 256 MiB whose plans change, ABBA): runs under 32 bytes
-// 1.03-2.43 times as fast (9 cases); runs of 36-120 bytes 1.36 in
+// 1.03-2.43 times as fast (9 cases with dst runs under 4 KiB), 1.40-3.52
+// (7 with longer dst runs, which memview had gathered or tiled without
+// growSpan; a uint8 view 12.9 → 45.5% of memcpy); runs of 36-120 bytes 1.36 in
 // geometric mean over 14 cases (4- to 12-byte views 41 → 80, 29 → 68, 44
 // → 88% of memcpy), but a float64 view whose spans were half holes 0.85:
 // so those take spans only with a third of their bytes holes at most.
 func spanHoles(p *Plan, item int64) int64 {
 	g := p.Box
 	switch src := g.Src.RunLen * item; {
-	case src < spanRunBytes && g.Dst.RunLen*item < spanDstBytes:
+	case src < spanRunBytes:
 		return 4
 	case src < spanWideBytes:
 		return 3
@@ -214,13 +254,8 @@ func spanHoles(p *Plan, item int64) int64 {
 // spans (spanHoles).
 const spanWideBytes = 128
 
-// spanRunBytes and spanDstBytes bound growSpan: a tile whose src runs
-// hold under a sector and whose dst runs under 4 KiB (from 4 KiB memview
-// gathers such copies instead, scatteredSrc).
-const (
-	spanRunBytes = 32
-	spanDstBytes = 4096
-)
+// spanRunBytes bounds growSpan: a tile whose src runs hold under a sector.
+const spanRunBytes = 32
 
 // growSpan widens the src side of a tile whose src run stopped short of
 // want elements (a step, a flip or a slice cut it off from the next dim):
