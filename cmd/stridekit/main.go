@@ -265,8 +265,12 @@ func planCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "offsets    dst %d B  src %d B\n", p.DstOffset, p.SrcOffset)
 	if p.Sig.Class == layout.ClassBoxTile {
 		s, d := &p.Box.Src, &p.Box.Dst
-		fmt.Fprintf(stdout, "tile       %v: src runs %d × %d elements (step %d), dst runs %d × %d elements (step %d)\n",
-			p.Tile, s.Runs, s.RunLen, s.Step, d.Runs, d.RunLen, d.Step)
+		spans := ""
+		if s.Holes {
+			spans = fmt.Sprintf(", each loaded as a span of %d", s.Span)
+		}
+		fmt.Fprintf(stdout, "tile       %v: src runs %d × %d elements (step %d%s), dst runs %d × %d elements (step %d)\n",
+			p.Tile, s.Runs, s.RunLen, s.Step, spans, d.Runs, d.RunLen, d.Step)
 	}
 	fmt.Fprintf(stdout, "moves      %d elements, %d bytes\n", p.Volume, p.Bytes)
 	return 0

@@ -22,6 +22,7 @@ func TestRun(t *testing.T) {
 		{"transpose of big matrices is a tile copy", []string{"plan", "-dst", "(128,64):(64,1)x4", "-src", "(128,64):(1,128)x4"}, 0, "signature  tile:nd=2,fast=0,item=4"},
 		{"dtype names stand for item sizes", []string{"plan", "-dst", "(128,64)xfloat32", "-src", "(128,64):(1,128)xf32"}, 0, "signature  tile:nd=2,fast=0,item=4"},
 		{"odd transposes are box tiles, runs shown", []string{"plan", "-dst", "(61,67)x2", "-src", "(61,67):(1,61)x2"}, 0, "tile       [61 67]"},
+		{"src runs a flip and a step cut load as spans", []string{"plan", "-dst", "(9,17,7):(119,7,1)x1", "-src", "(9,17,7):(1,72,-9)x1"}, 0, "(step 1, each loaded as a span of 1215)"},
 		{"same-order dense is a memcpy", []string{"plan", "-dst", "(8,8)x2", "-src", "(8,8)xbf16"}, 0, "class      memcpy"},
 		{"dtypes must match", []string{"plan", "-dst", "(8,8)xf16", "-src", "(8,8)xbf16"}, 1, "dtypes differ"},
 		{"shape mismatch is refused", []string{"plan", "-dst", "(8,8)x4", "-src", "(8,9)x4"}, 1, "shape"},
