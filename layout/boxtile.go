@@ -41,15 +41,16 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	if smallCopy(shape, item) {
 		skews = skews[:1]
 	}
+	start, n := len(out), len(shape)
 	out, cut := chooseTileOf(out, shape, ds, ss, item, tileBytes, skews, false)
-	if !cut || !shortSrcRuns(out, shape, ss, item) {
+	if !cut || !shortSrcRuns(out[start:], shape, ss, item) {
 		return out
 	}
 	var first [MaxBoxNDim]int64
-	copy(first[:], out)
-	out, _ = chooseTileOf(out[:0], shape, ds, ss, item, tileBytes, skews, true)
-	if !keepGrown(first[:len(out)], out, shape, ds, ss, item) {
-		copy(out, first[:len(out)])
+	copy(first[:], out[start:])
+	out, _ = chooseTileOf(out[:start], shape, ds, ss, item, tileBytes, skews, true)
+	if !keepGrown(first[:n], out[start:], shape, ds, ss, item) {
+		copy(out[start:], first[:n])
 	}
 	return out
 }
@@ -229,14 +230,15 @@ func (c *tileChooser) growToTarget(sOrd, dOrd []int8) {
 // the most bytes a span of its src runs may take per byte of its elements,
 // in halves (setBox): 4 where the src runs stop under spanRunBytes
 // (growSpan's tiles, whose holes are the bytes their sectors hold anyway),
-// 3 for other src runs under spanWideBytes, 0 (no spans) for longer ones. A span loads a run's bytes from its lowest
-// element to its highest at once, where each short run took a slot, a
-// table entry and its own copies. Measured on an H200 (random views and
-// permutations of 256 MiB whose plans change, ABBA): runs under 32 bytes
-// 1.03-2.43 times as fast (9 cases with dst runs under 4 KiB), 1.40-3.52
-// (7 with longer dst runs, which memview had gathered or tiled without
-// growSpan; a uint8 view 12.9 → 45.5% of memcpy); runs of 36-120 bytes 1.36 in
-// geometric mean over 14 cases (4- to 12-byte views 41 → 80, 29 → 68, 44
+// 3 for other src runs under spanWideBytes, 0 (no spans) for longer ones.
+// A span loads a run's bytes from its lowest element to its highest at
+// once, where each short run took a slot, a table entry and its own
+// copies. Measured on an H200 (random views and permutations of 256 MiB
+// whose plans change, ABBA): runs under 32 bytes 1.03-2.43 times as fast
+// (9 cases with dst runs under 4 KiB), 1.40-3.52 (7 with longer dst runs,
+// which memview had gathered or tiled without growSpan; a uint8 view 12.9
+// → 45.5% of memcpy); runs of 36-120 bytes 1.36 in geometric mean over 14
+// cases (4- to 12-byte views 41 → 80, 29 → 68, 44
 // → 88% of memcpy), but a float64 view whose spans were half holes 0.85:
 // so those take spans only with a third of their bytes holes at most.
 func spanHoles(p *Plan, item int64) int64 {
@@ -503,9 +505,13 @@ func boxGeometry(p *Plan, grain int64) {
 // halves/2 bytes per byte of its elements (spanHoles).
 func setBox(p *Plan, grain, halves int64) {
 	g, item := p.Box, int64(p.Sig.Itemsize)
-	if halves > 0 && g.SetSpans(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64) &&
-		g.Shared.Total <= tilegeom.MaxBoxSharedBytes && 2*g.Src.Span <= halves*g.Src.RunLen {
-		return
+	if halves > 0 {
+		if !g.SetSpans(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64) {
+			return // no spans: SetSpans set the plain geometry
+		}
+		if g.Shared.Total <= tilegeom.MaxBoxSharedBytes && 2*g.Src.Span <= halves*g.Src.RunLen {
+			return
+		}
 	}
 	g.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64)
 }

@@ -76,8 +76,8 @@ type BoxSide struct {
 	// Step is the element stride of a run in this view: consecutive
 	// elements of a run are Step elements apart (±1: contiguous).
 	Step int64
-	// Span is the elements a run's load covers, from its lowest element to
-	// its highest: RunLen, but for a side with Holes.
+	// Span is, for a side with Holes, the elements a run's load covers,
+	// from its lowest element to its highest (0 otherwise: LoadLen).
 	Span int64
 	// Holes marks a src side whose runs are spans (SpanSide): a run's dims
 	// need not continue each other in memory, and the kernel loads the
@@ -144,7 +144,6 @@ func SideFromOrder(b *BoxSide, ord []int8, shape, strides, tile []int64) {
 		b.RunLen *= tile[k]
 	}
 	b.Runs = vol / b.RunLen
-	b.Span = b.RunLen
 }
 
 // SpanSide sets b to the src side of the box tile tile whose runs take, by
@@ -175,8 +174,7 @@ func SpanSide(b *BoxSide, ord []int8, shape, strides, tile []int64) (lo int64, o
 		lo, hi, elems = nlo, nhi, elems*t
 	}
 	if n <= plain {
-		SideFromOrder(b, ord, shape, strides, tile)
-		return 0, false
+		return 0, false // b is still SideFromOrder's side
 	}
 	b.NRun, b.RunLen, b.Runs = n, elems, b.Runs*b.RunLen/elems
 	b.Span, b.Step, b.Holes = hi-lo+1, 1, true

@@ -284,8 +284,8 @@ func TestSpanSide(t *testing.T) {
 	} {
 		var b BoxSide
 		lo, ok := SpanSide(&b, SortedDims(nil, c.ss), c.shape, c.ss, c.tile)
-		if ok != c.ok || b.NRun != c.nrun || b.RunLen != c.runLen || b.Span != c.span || lo != c.low || b.Holes != c.ok {
-			t.Errorf("%s: ok %v, side %+v, lo %d; want ok %v, %d run dims, %d elements spanning %d, lo %d", c.name, ok, b, lo, c.ok, c.nrun, c.runLen, c.span, c.low)
+		if ok != c.ok || b.NRun != c.nrun || b.RunLen != c.runLen || b.LoadLen() != c.span || lo != c.low || b.Holes != c.ok {
+			t.Errorf("%s: ok %v, side %+v, lo %d; want ok %v, %d run dims, %d elements loaded as %d, lo %d", c.name, ok, b, lo, c.ok, c.nrun, c.runLen, c.span, c.low)
 		}
 		if b.Runs*b.RunLen != c.tile[0]*c.tile[1]*vol(c.tile[2:]) {
 			t.Errorf("%s: %d runs of %d elements in a tile %v", c.name, b.Runs, b.RunLen, c.tile)
