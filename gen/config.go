@@ -77,6 +77,9 @@ func rowsBlockX(inner int64, x, threads int) int64 {
 type TileConfig struct {
 	Rows, Cols, Threads   int
 	WordCols, StageStores bool
+	// Pipe is Knobs.Pipe where the tile's loads can be asynchronous
+	// copies (vectors of 4, 8 or 16 bytes, or staged words), else 0.
+	Pipe int
 }
 
 // tileConfig returns the tile of a ClassTile signature under knobs k.
@@ -84,9 +87,13 @@ func tileConfig(sig layout.Signature, k Knobs) TileConfig {
 	r, c := tilegeom.TileEdges(int(sig.Itemsize), int(sig.Vec))
 	s := int(sig.Itemsize)
 	vb := s * int(sig.Vec)
-	return TileConfig{Rows: r, Cols: c, Threads: k.Threads,
+	tc := TileConfig{Rows: r, Cols: c, Threads: k.Threads,
 		WordCols:    k.WordCols && s < 4 && s&(s-1) == 0 && vb%4 == 0,
 		StageStores: k.StageStores && vb%4 == 0 && vb&(vb-1) != 0 && max(r, c)*s/4 <= k.Threads}
+	if k.Pipe > 1 && (tc.StageStores || vb == 4 || vb == 8 || vb == 16) {
+		tc.Pipe = k.Pipe
+	}
+	return tc
 }
 
 // Name returns the kernel's extern "C" name, which spells the signature so a

@@ -53,6 +53,14 @@ type Knobs struct {
 	// touching a third of the bytes of its sectors, so the L2 takes three
 	// partial writes of every dst sector.
 	StageStores bool
+	// Pipe is how many tiles one block of the tile kernel takes in turn
+	// (0 or 1: one, the grid a block a tile). From 2 on, the block issues
+	// its next tile's loads as asynchronous copies (cp.async) into a
+	// second tile buffer before it stores the current tile, so a block
+	// keeps loads in flight while it stores instead of waiting a whole
+	// memory latency for each tile. For vectors of 4, 8 or 16 bytes and
+	// StageStores' words; others ignore it.
+	Pipe int
 	// TileBytes is the data of one box tile in bytes (layout.PlanOptions'
 	// TileBytes: the planner sizes the tile, the kernel stages it).
 	TileBytes int
@@ -173,6 +181,7 @@ var knobTable = [...]struct {
 	{"blockbytes", func(k *Knobs) int { return k.BlockBytes }, func(k *Knobs, v int) { k.BlockBytes = v }},
 	{"wordcols", func(k *Knobs) int { return b2i(k.WordCols) }, func(k *Knobs, v int) { k.WordCols = v != 0 }},
 	{"stagestores", func(k *Knobs) int { return b2i(k.StageStores) }, func(k *Knobs, v int) { k.StageStores = v != 0 }},
+	{"pipe", func(k *Knobs) int { return k.Pipe }, func(k *Knobs, v int) { k.Pipe = v }},
 	{"tilebytes", func(k *Knobs) int { return k.TileBytes }, func(k *Knobs, v int) { k.TileBytes = v }},
 	{"loadlanes", func(k *Knobs) int { return k.LoadLanes }, func(k *Knobs, v int) { k.LoadLanes = v }},
 	{"storelanes", func(k *Knobs) int { return k.StoreLanes }, func(k *Knobs, v int) { k.StoreLanes = v }},
@@ -500,11 +509,16 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
 	case k.WordStore < 0 || k.TripleStore < 0:
 		return fmt.Errorf("%w: %v: wordstore=%d triplestore=%d: negative", ErrTuning, sig, k.WordStore, k.TripleStore)
+	case k.Pipe < 0 || k.Pipe > maxPipe:
+		return fmt.Errorf("%w: %v: pipe=%d outside 0..%d", ErrTuning, sig, k.Pipe, maxPipe)
 	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:
 		return fmt.Errorf("%w: %v: gatherword=%d is not 0, 4, 8 or 16", ErrTuning, sig, k.GatherWord)
 	}
 	return nil
 }
+
+// maxPipe bounds Knobs.Pipe.
+const maxPipe = 64
 
 // maxBlockBytes bounds Knobs.BlockBytes: 64 of the largest tiles.
 const maxBlockBytes = 64 * layout.MaxTileBytes

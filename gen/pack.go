@@ -88,7 +88,7 @@ func Pack(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf []byte
 			t *= d
 		}
 		n[0] = t
-		l.Grid, l.Block = Dim3{X: uint32(min(t, MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(tc.Threads), Y: 1, Z: 1}
+		l.Grid, l.Block = Dim3{X: uint32(min(ceilDiv(t, int64(max(tc.Pipe, 1))), MaxGridX)), Y: 1, Z: 1}, Dim3{X: uint32(tc.Threads), Y: 1, Z: 1}
 	default:
 		return Launch{}, fmt.Errorf("%w: class %v has no kernel", ErrPlan, sig.Class)
 	}

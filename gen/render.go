@@ -330,6 +330,8 @@ func (d kernelData) field(name string) (any, bool) {
 		return d.WordCols, true
 	case "Staged":
 		return d.Staged, true
+	case "Pipe":
+		return d.Pipe, true
 	case "RW":
 		return d.RW, true
 	case "R":

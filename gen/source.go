@@ -38,6 +38,7 @@ type kernelData struct {
 	WordCols    bool // store phase reads 4-byte words of Vec rows (TileConfig.WordCols)
 	Staged      bool // tile rows move as words, stores through a dst-ordered buffer (TileConfig.StageStores)
 	RW          int  // Staged: the dst-ordered buffer's row pitch in words (stagePitch)
+	Pipe        bool // a block's next tile's loads are in flight while it stores the current one (TileConfig.Pipe)
 	// rows kernels (elem, bcast, fill); gather: R elements per thread per trip
 	R, XU   int
 	GW, GWU int // gather: bytes of a dst word written at once (0: items only), words per thread per trip (gatherwords.go)
@@ -136,7 +137,7 @@ func dataFor(sig layout.Signature, k Knobs) kernelData {
 	case layout.ClassTile:
 		tc := tileConfig(sig, k)
 		d.TR, d.TC, d.NT = tc.Rows, tc.Cols, tc.Threads
-		d.WordCols, d.Staged = tc.WordCols, tc.StageStores
+		d.WordCols, d.Staged, d.Pipe = tc.WordCols, tc.StageStores, tc.Pipe > 1
 		if d.Staged {
 			d.RW = stagePitch(v, vb/4, tc.Rows*s/4, tc.Rows/v)
 		}

@@ -118,61 +118,87 @@ __device__ __forceinline__ V col(const V (&in)[VEC], const int j) {
 	}
 	return o;
 }
-// sk_tile_nd2_f0_i4_v4_i32 copies a permutation: each block moves TR×TC tiles spanning dim
-// D and dim F (the other dims come from the tile index, unravelled with fast
-// division). Loads run along src rows (fixed D index), VEC elements per
-// access, into shared memory; stores read VEC rows of one vector column,
-// transpose the micro-tile in registers and write VEC-wide along dst rows.
-extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
-	__shared__ V tile[TR * NCF];
-	const U ntiles = (U)a.n[0];
-	const I nD = (I)a.shape[D], nF = (I)a.shape[F];
-	const I sD = (I)a.sstride[D], dF = (I)a.dstride[F];
-	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
-		U rest = t;
-		I so = 0, dof = 0, d0 = 0, f0 = 0;
+// loadTile moves the tile's rows (nr valid, of nc valid elements) from src
+// (the tile's first element) to tile, VEC elements an access, a warp along
+// a row.
+__device__ __forceinline__ void loadTile(V* tile, const unsigned char* src, const I sD, const I nr, const I nc) {
 #pragma unroll
-		for (int k = ND - 1; k >= 0; k--) {
-			const U q = sk_div(rest, a.mul[k], a.shr[k], a.div[k]);
-			const I i = (I)(rest - q * (U)a.div[k]);
-			rest = q;
-			if (k == D) {
-				d0 = i * TR;
-			} else if (k == F) {
-				f0 = i * TC;
-			} else {
-				so += i * (I)a.sstride[k];
-				dof += i * (I)a.dstride[k];
+	for (int k = 0; k < (TR * NCF + NT - 1) / NT; k++) {
+		const int l = threadIdx.x + k * NT;
+		const int c = l % NCF, r = l / NCF;
+		if ((TR * NCF) % NT == 0 || l < TR * NCF)
+			if (r < nr && c * VEC < nc) {
+				const V* g = (const V*)(src + (long long)((I)r * sD + (I)(c * VEC)) * S);
+				tile[slot(r, c)] = *g;
 			}
-		}
-		so += d0 * sD + f0;
-		dof += f0 * dF + d0;
-		const I nr = nD - d0, nc = nF - f0; // valid rows and columns of this tile
-		__syncthreads(); // the previous tile's readers are done
+	}
+}
+// storeTile writes the tile (nr valid rows, nc valid columns) to dst (the
+// tile's first element): each thread reads micro-tiles of VEC rows,
+// transposes them in registers and writes along dst rows.
+__device__ __forceinline__ void storeTile(unsigned char* dst, const V* tile, unsigned int* stage, const I dF, const I nr, const I nc) {
 #pragma unroll
-		for (int k = 0; k < (TR * NCF + NT - 1) / NT; k++) {
-			const int l = threadIdx.x + k * NT;
-			const int c = l % NCF, r = l / NCF;
-			if ((TR * NCF) % NT == 0 || l < TR * NCF)
-				if (r < nr && c * VEC < nc)
-					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
-		}
-		__syncthreads();
+	for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
+		const int m = threadIdx.x + k * NT;
+		const int rb = m % NRB, c = m / NRB;
+		if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
+			V in[VEC];
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF + NT - 1) / NT; k++) {
-			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, c = m / NRB;
-			if (((NRB * NCF) % NT == 0 || m < NRB * NCF) && rb * VEC < nr && c * VEC < nc) {
-				V in[VEC];
+			for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tile[slot(rb * VEC + i, c)];
-#pragma unroll
-				for (int j = 0; j < VEC; j++)
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
-			}
+			for (int j = 0; j < VEC; j++)
+				*(V*)(dst + (long long)((I)(c * VEC + j) * dF + (I)(rb * VEC)) * S) = col(in, j);
 		}
 	}
 }
+// Where tile t lies: its first element's offsets in src (so) and dst (dof)
+// and its valid rows (nr) and columns (nc). The dims other than D and F
+// come from the tile index, unravelled with fast division.
+struct At {
+	I so, dof, nr, nc;
+};
+__device__ __forceinline__ At tileAt(const A& a, U t) {
+	At p = {0, 0, 0, 0};
+	I d0 = 0, f0 = 0;
+#pragma unroll
+	for (int k = ND - 1; k >= 0; k--) {
+		const U q = sk_div(t, a.mul[k], a.shr[k], a.div[k]);
+		const I i = (I)(t - q * (U)a.div[k]);
+		t = q;
+		if (k == D) {
+			d0 = i * TR;
+		} else if (k == F) {
+			f0 = i * TC;
+		} else {
+			p.so += i * (I)a.sstride[k];
+			p.dof += i * (I)a.dstride[k];
+		}
+	}
+	p.so += d0 * (I)a.sstride[D] + f0;
+	p.dof += f0 * (I)a.dstride[F] + d0;
+	p.nr = (I)a.shape[D] - d0;
+	p.nc = (I)a.shape[F] - f0;
+	return p;
+}
+#define SK_LOAD loadTile
+// sk_tile_nd2_f0_i4_v4_i32 copies a permutation: each block moves TR×TC tiles spanning dim
+// D and dim F. Loads run along src rows (fixed D index),
+// into shared memory; stores read VEC rows of one vector column, transpose
+// the micro-tile in registers and write VEC-wide along dst rows.
+extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
+	__shared__ V tile[1][TR * NCF];
+	unsigned int* const stage = 0;
+	const U ntiles = (U)a.n[0];
+	const I sD = (I)a.sstride[D], dF = (I)a.dstride[F];
+	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
+		const At p = tileAt(a, t);
+		__syncthreads(); // the previous tile's readers are done
+		SK_LOAD(tile[0], src + (long long)p.so * S, sD, p.nr, p.nc);
+		__syncthreads();
+		storeTile(dst + (long long)p.dof * S, tile[0], stage, dF, p.nr, p.nc);
+	}
+}
+#undef SK_LOAD
 } // namespace ns_sk_tile_nd2_f0_i4_v4_i32
 `
 
@@ -185,6 +211,7 @@ var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	LoadGrain:      0,
 	LoadLanes:      1,
 	OverlapTables:  false,
+	Pipe:           0,
 	Rows:           1,
 	Siblings:       false,
 	Specialise:     false,
@@ -258,71 +285,97 @@ enum { EW = 4 / S };     // elements per word
 // are XOR-swizzled by the micro-tile row so that both the row-wise stores
 // and the column-wise loads of a warp hit distinct banks.
 __device__ __forceinline__ int slot(int r, int c) { return r * NCF + (c ^ ((r / VEC) & SWM)); }
-// sk_tile_nd4_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
-// D and dim F (the other dims come from the tile index, unravelled with fast
-// division). Loads run along src rows (fixed D index), VEC elements per
-// access, into shared memory; stores read VEC rows of one vector column,
-// transpose the micro-tile in registers and write VEC-wide along dst rows.
-extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
-	__shared__ V tile[TR * NCF];
-	const U ntiles = (U)a.n[0];
-	const I nD = (I)a.shape[D], nF = (I)a.shape[F];
-	const I sD = (I)a.sstride[D], dF = (I)a.dstride[F];
-	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
-		U rest = t;
-		I so = 0, dof = 0, d0 = 0, f0 = 0;
+// loadTile moves the tile's rows (nr valid, of nc valid elements) from src
+// (the tile's first element) to tile, VEC elements an access, a warp along
+// a row.
+__device__ __forceinline__ void loadTile(V* tile, const unsigned char* src, const I sD, const I nr, const I nc) {
 #pragma unroll
-		for (int k = ND - 1; k >= 0; k--) {
-			const U q = sk_div(rest, a.mul[k], a.shr[k], a.div[k]);
-			const I i = (I)(rest - q * (U)a.div[k]);
-			rest = q;
-			if (k == D) {
-				d0 = i * TR;
-			} else if (k == F) {
-				f0 = i * TC;
-			} else {
-				so += i * (I)a.sstride[k];
-				dof += i * (I)a.dstride[k];
+	for (int k = 0; k < (TR * NCF + NT - 1) / NT; k++) {
+		const int l = threadIdx.x + k * NT;
+		const int c = l % NCF, r = l / NCF;
+		if ((TR * NCF) % NT == 0 || l < TR * NCF)
+			if (r < nr && c * VEC < nc) {
+				const V* g = (const V*)(src + (long long)((I)r * sD + (I)(c * VEC)) * S);
+				tile[slot(r, c)] = *g;
 			}
-		}
-		so += d0 * sD + f0;
-		dof += f0 * dF + d0;
-		const I nr = nD - d0, nc = nF - f0; // valid rows and columns of this tile
-		__syncthreads(); // the previous tile's readers are done
+	}
+}
+// storeTile writes the tile (nr valid rows, nc valid columns) to dst (the
+// tile's first element): each thread reads micro-tiles of VEC rows,
+// transposes them in registers and writes along dst rows.
+__device__ __forceinline__ void storeTile(unsigned char* dst, const V* tile, unsigned int* stage, const I dF, const I nr, const I nc) {
+	// Word micro-tiles: a thread reads word q (EW elements) of vector
+	// column c from VEC rows and writes the EW dst vectors they hold.
+	const unsigned int* tw = (const unsigned int*)tile;
 #pragma unroll
-		for (int k = 0; k < (TR * NCF + NT - 1) / NT; k++) {
-			const int l = threadIdx.x + k * NT;
-			const int c = l % NCF, r = l / NCF;
-			if ((TR * NCF) % NT == 0 || l < TR * NCF)
-				if (r < nr && c * VEC < nc)
-					tile[slot(r, c)] = *(const V*)(src + (long long)(so + (I)r * sD + (I)(c * VEC)) * S);
-		}
-		__syncthreads();
-		// Word micro-tiles: a thread reads word q (EW elements) of vector
-		// column c from VEC rows and writes the EW dst vectors they hold.
-		const unsigned int* tw = (const unsigned int*)tile;
+	for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
+		const int m = threadIdx.x + k * NT;
+		const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
+		if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
+			unsigned int in[VEC];
 #pragma unroll
-		for (int k = 0; k < (NRB * NCF * NQ + NT - 1) / NT; k++) {
-			const int m = threadIdx.x + k * NT;
-			const int rb = m % NRB, q = (m / NRB) % NQ, c = m / (NRB * NQ);
-			if (((NRB * NCF * NQ) % NT == 0 || m < NRB * NCF * NQ) && rb * VEC < nr && c * VEC < nc) {
-				unsigned int in[VEC];
+			for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
 #pragma unroll
-				for (int i = 0; i < VEC; i++) in[i] = tw[slot(rb * VEC + i, c) * NQ + q];
+			for (int e = 0; e < EW; e++) {
+				V o;
 #pragma unroll
-				for (int e = 0; e < EW; e++) {
-					V o;
+				for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
 #pragma unroll
-					for (int w = 0; w < VB / 4; w++) o.w[w] = 0;
-#pragma unroll
-					for (int i = 0; i < VEC; i++)
-						o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
-					*(V*)(dst + (long long)(dof + (I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
-				}
+				for (int i = 0; i < VEC; i++)
+					o.w[i * S / 4] = __byte_perm(o.w[i * S / 4], in[i], SK_SEL(i * S % 4, e * S, S));
+				*(V*)(dst + (long long)((I)(c * VEC + q * EW + e) * dF + (I)(rb * VEC)) * S) = o;
 			}
 		}
 	}
 }
+// Where tile t lies: its first element's offsets in src (so) and dst (dof)
+// and its valid rows (nr) and columns (nc). The dims other than D and F
+// come from the tile index, unravelled with fast division.
+struct At {
+	I so, dof, nr, nc;
+};
+__device__ __forceinline__ At tileAt(const A& a, U t) {
+	At p = {0, 0, 0, 0};
+	I d0 = 0, f0 = 0;
+#pragma unroll
+	for (int k = ND - 1; k >= 0; k--) {
+		const U q = sk_div(t, a.mul[k], a.shr[k], a.div[k]);
+		const I i = (I)(t - q * (U)a.div[k]);
+		t = q;
+		if (k == D) {
+			d0 = i * TR;
+		} else if (k == F) {
+			f0 = i * TC;
+		} else {
+			p.so += i * (I)a.sstride[k];
+			p.dof += i * (I)a.dstride[k];
+		}
+	}
+	p.so += d0 * (I)a.sstride[D] + f0;
+	p.dof += f0 * (I)a.dstride[F] + d0;
+	p.nr = (I)a.shape[D] - d0;
+	p.nc = (I)a.shape[F] - f0;
+	return p;
+}
+#define SK_LOAD loadTile
+// sk_tile_nd4_f1_i2_v8_i32 copies a permutation: each block moves TR×TC tiles spanning dim
+// D and dim F. Loads run along src rows (fixed D index),
+// into shared memory; stores read VEC rows of one vector column, transpose
+// the micro-tile in registers and write VEC-wide along dst rows.
+extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsigned char* __restrict__ dst, const unsigned char* __restrict__ src, const A a) {
+	__shared__ V tile[1][TR * NCF];
+	unsigned int* const stage = 0;
+	const U ntiles = (U)a.n[0];
+	const I sD = (I)a.sstride[D], dF = (I)a.dstride[F];
+	for (U t = blockIdx.x; t < ntiles; t += gridDim.x) {
+		const At p = tileAt(a, t);
+		__syncthreads(); // the previous tile's readers are done
+		SK_LOAD(tile[0], src + (long long)p.so * S, sD, p.nr, p.nc);
+		__syncthreads();
+		storeTile(dst + (long long)p.dof * S, tile[0], stage, dF, p.nr, p.nc);
+	}
+}
+#undef SK_LOAD
 } // namespace ns_sk_tile_nd4_f1_i2_v8_i32
 `
 
@@ -335,6 +388,7 @@ var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	LoadGrain:      0,
 	LoadLanes:      1,
 	OverlapTables:  false,
+	Pipe:           0,
 	Rows:           1,
 	Siblings:       false,
 	Specialise:     false,
@@ -454,6 +508,7 @@ var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	LoadGrain:      0,
 	LoadLanes:      1,
 	OverlapTables:  false,
+	Pipe:           0,
 	Rows:           4,
 	Siblings:       false,
 	Specialise:     true,
