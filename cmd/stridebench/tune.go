@@ -66,8 +66,10 @@ Families, one table entry each, and the knobs swept:
             cases: the first three of a 2-d transpose with odd extents,
             NCHW->NHWC with 3 channels, a 5-d permutation of short dims and
             a 2-d transpose with a 13-item fast dim that plan as box tiles
-  tile/SxV  the vectorised tile kernel, S-byte items in vectors of V:
-            threads 128 256, wordcols 0 1 (items under 4 bytes);
+  tile/SxV  the vectorised tile kernel, S-byte items in vectors of V (1x16,
+            2x8, 4x4, 8x2, 3x4, 8x1, 2x2):
+            threads 128 256, pipe 0 2, wordcols 0 1 (items under 4
+            bytes);
             cases: a 2-d transpose, a batch of 256x384 transposes
   elem, bcast, fill   threads 128 256 512, rows 2 4 8
 

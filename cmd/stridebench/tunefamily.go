@@ -53,8 +53,10 @@ var btileItems = []int{1, 2, 3, 4, 8, 12, 16}
 
 // tileFamilies are the (item, vector width) pairs of the vectorised tile
 // kernel that are tuned: the widest vector of each item size, which the
-// planner picks wherever extents and alignment allow.
-var tileFamilies = [][2]int{{1, 16}, {2, 8}, {4, 4}, {8, 2}}
+// planner picks wherever extents and alignment allow, and the narrower
+// vectors the tuning table sets apart (3-byte items in fours, single
+// 8-byte items, pairs of halves: the pipelined ones).
+var tileFamilies = [][2]int{{1, 16}, {2, 8}, {4, 4}, {8, 2}, {3, 4}, {8, 1}, {2, 2}}
 
 // tuneFamilies returns every family, in the order they are tuned (box
 // tiles first: they have the most knobs).
@@ -68,13 +70,13 @@ func tuneFamilies() []*tuneFamily {
 	}
 	for _, iv := range tileFamilies {
 		s, v := iv[0], iv[1]
-		axes := []knobAxis{{"threads", []int{128, 256}}}
+		axes := []knobAxis{{"threads", []int{128, 256}}, {"pipe", []int{0, 2}}}
 		if s < 4 {
 			axes = append(axes, knobAxis{"wordcols", []int{0, 1}})
 		}
 		fs = append(fs, &tuneFamily{
 			Name: fmt.Sprintf("tile/%dx%d", s, v), Class: layout.ClassTile, Item: s, Vec: v,
-			Axes: axes, Cases: func(t int64) []string { return tileCases(s, t) },
+			Axes: axes, Cases: func(t int64) []string { return tileCases(s, v, t) },
 		})
 	}
 	fs = append(fs,
@@ -125,17 +127,23 @@ func btileCases(s int, target int64) []string {
 	}
 }
 
-// tileCases are the vectorised-tile cases of item size s: a 2-d transpose
-// and a batch of 256×384 transposes, extents multiples of 128 (whole tiles
-// of every item size).
-func tileCases(s int, target int64) []string {
+// tileCases are the vectorised-tile cases of item size s in vectors of v:
+// a 2-d transpose and a batch of 256×384 transposes, extents multiples of
+// 128 (whole tiles of every item size) where v is the widest vector of s
+// (12 or 16 bytes), else multiples of 128 plus v (v divides them, 2v does
+// not, so the planner takes vectors of v).
+func tileCases(s, v int, target int64) []string {
 	n := max(target/int64(s), 128*128)
 	a := roundMultiple(isqrt(n), 128)
 	b := roundMultiple(n/a, 128)
 	batch := max(1, n/(256*384))
+	pad := int64(0)
+	if s*v < 12 {
+		pad = int64(v)
+	}
 	return []string{
-		fmt.Sprintf("t%d_t2d x%d %dx%d src=perm(1,0)", s, s, a, b),
-		fmt.Sprintf("t%d_b3d x%d %dx256x384 src=perm(0,2,1)", s, s, batch),
+		fmt.Sprintf("t%dx%d_t2d x%d %dx%d src=perm(1,0)", s, v, s, a+pad, b+pad),
+		fmt.Sprintf("t%dx%d_b3d x%d %dx%dx%d src=perm(0,2,1)", s, v, s, batch, 256+pad, 384+pad),
 	}
 }
 
