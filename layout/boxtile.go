@@ -56,23 +56,24 @@ func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 }
 
 // keepGrown reports whether chooseTile keeps tile grown, which growSpan
-// grew from tile first: always, but for items of at most scatteredItem
-// bytes whose first tile has dst runs of scatteredDstBytes or more, which
+// grew from tile first: always, but for items of at most ScatteredItem
+// bytes whose first tile has dst runs of ScatteredDstBytes or more, which
 // runtime/memview gathers instead, where grown's src runs do not become
 // spans.
 func keepGrown(first, grown, shape, ds, ss []int64, item int64) bool {
-	return item > scatteredItem || spansTake(grown, shape, ss) || runBytes(first, shape, ds, item) < scatteredDstBytes
+	return item > ScatteredItem || spansTake(grown, shape, ss) || runBytes(first, shape, ds, item) < ScatteredDstBytes
 }
 
-// scatteredItem and scatteredDstBytes are where runtime/memview gathers a
-// box tile whose src runs are short rather than copy it (its
-// scatteredSrc: items of at most 3 bytes, dst runs of 4 KiB or more). A
-// tile regrown by growSpan replaces such a tile only where its src runs
-// become spans, which ran 1.29-2.38 times the gather on the four such
-// views measured (H200); no grown tile without spans was timed against it.
+// ScatteredItem and ScatteredDstBytes bound the box tiles with short src
+// runs that runtime/memview gathers rather than copies (items of at most
+// ScatteredItem bytes, dst runs of ScatteredDstBytes or more): the one
+// definition of those bounds, which the planner reads too. A tile regrown
+// by growSpan replaces such a tile only where its src runs become spans,
+// which ran 1.29-2.38 times the gather on the four such views measured
+// (H200); no grown tile without spans was timed against it.
 const (
-	scatteredItem     = 3
-	scatteredDstBytes = 4096
+	ScatteredItem     = 3
+	ScatteredDstBytes = 4096
 )
 
 // spansTake reports whether tile t's src runs, in the view with strides

@@ -66,19 +66,19 @@ func l2BoxGather(p *layout.Plan, arch int, l2 int64) bool {
 	return p.DstStrides[k] == 1 && p.SrcStrides[k] == 1 && p.Shape[k]*item >= localGatherCommonRun && wordGather(p, arch)
 }
 
-// localGatherItem, localGatherNeighbours, localGatherCommonRun,
-// localGatherSrcRun and localGatherDstRun are localGatherPays's bounds.
+// localGatherItem, localGatherNeighbours, localGatherCommonRun and
+// localGatherSrcRun are localGatherPays's bounds (with layout's
+// ScatteredItem and ScatteredDstBytes, which the planner reads too).
 const (
 	localGatherItem       = 8
 	localGatherNeighbours = 32
 	localGatherCommonRun  = 64
 	localGatherSrcRun     = 64
-	localGatherDstRun     = 4096
 )
 
-// scatteredSrc reports whether box-tile plan p moves items of 1 to 3 bytes
-// from src runs of under localGatherSrcRun bytes into dst runs of
-// localGatherDstRun bytes or more: a src that a step, a flip or short
+// scatteredSrc reports whether box-tile plan p moves items of 1 to
+// layout.ScatteredItem bytes from src runs of under localGatherSrcRun
+// bytes into dst runs of layout.ScatteredDstBytes or more: a src that a step, a flip or short
 // extents cut into pieces, whose runs the tile cannot lengthen. A gather
 // then writes dst in long runs and reads each src sector while its
 // neighbours are still in the caches, where the box tile stages thousands
@@ -98,7 +98,7 @@ const (
 // 45.8 → 59.0% of memcpy, a 3-byte one 31.5 → 54.6).
 func scatteredSrc(p *layout.Plan) bool {
 	item := int64(p.Sig.Itemsize)
-	return item <= 3 && p.Box != nil && p.Box.Src.RunLen*item < localGatherSrcRun && p.Box.Dst.RunLen*item >= localGatherDstRun
+	return item <= layout.ScatteredItem && p.Box != nil && p.Box.Src.RunLen*item < localGatherSrcRun && p.Box.Dst.RunLen*item >= layout.ScatteredDstBytes
 }
 
 // localGatherMode is $STRIDEKIT_GATHER, gatherBy's mode for
