@@ -96,6 +96,13 @@ func tileConfig(sig layout.Signature, k Knobs) TileConfig {
 	return tc
 }
 
+// TilePipe reports whether the tile kernel of plan p under knobs k takes
+// its tiles in turn with each next tile's loads in flight (Knobs.Pipe,
+// where the plan's vectors allow it).
+func TilePipe(k Knobs, p *layout.Plan) bool {
+	return p.Sig.Class == layout.ClassTile && tileConfig(p.Sig, k).Pipe > 1
+}
+
 // Name returns the kernel's extern "C" name, which spells the signature so a
 // profiler trace says which kernel ran: sk_tile_nd3_f0_i4_v4_i32 is the tile
 // kernel for 3 canonical dims, src fastest dim 0, 4-byte items, 4-wide vectors,

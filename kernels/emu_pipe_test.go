@@ -2,12 +2,11 @@ package kernels
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/layouttest"
 	"github.com/stridekit/stridekit/internal/pairgen"
-	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -58,15 +57,7 @@ type pipeCase struct {
 }
 
 // pipes reports whether plan p runs the tile kernel with a block's next
-// tile in flight.
+// tile in flight (gen.TilePipe, under the knobs jit renders).
 func pipes(t *testing.T, p layout.Plan) bool {
-	t.Helper()
-	if p.Sig.Class != layout.ClassTile {
-		return false
-	}
-	k, err := jit.For(p.Sig, 90)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Contains(k.Source, "cpaWaitPrev();")
+	return takesPath(t, p, gen.TilePipe)
 }

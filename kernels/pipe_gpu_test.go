@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/testenv"
 	"github.com/stridekit/stridekit/kernels/jit"
 	"github.com/stridekit/stridekit/layout"
@@ -39,7 +40,7 @@ func TestGPUTilePipe(t *testing.T) {
 		cache := jit.NewCache() // kernels rendered with this setting
 		for _, item := range []int{1, 2, 3, 4, 8, 16} {
 			runPermCases(t, dev, st, r, pipeGPUCases[item], permPath{name: "pipe", item: item, pads: []int{0}, cache: cache, want: "the pipelined vector tile", takes: func(p layout.Plan) bool {
-				return pipes(t, p)
+				return gen.TilePipe(gen.KnobsFor(p.Sig, dev.Arch()), &p)
 			}})
 		}
 		if err := cache.Close(); err != nil {
