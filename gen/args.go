@@ -93,6 +93,7 @@ var boxArgs = []argField{
 	{"cshr", u32, perDim, ""},
 	{"sord", i32, perDim, "tile dims by |stride| in src"},
 	{"dord", i32, perDim, "tile dims by |stride| in dst"},
+	{"tord", i32, perDim, "dims in the order tiles are numbered, the last fastest (tileOrder)"},
 	{"w", i32, perDim, "shared-memory bytes per index step of each dim"},
 	{"nk", i32, 1, "tile dims"},
 	{"nsr", i32, 1, "dims in a src run"},

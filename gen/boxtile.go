@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
@@ -66,6 +67,8 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	var so, do [layout.MaxBoxNDim]int64
 	w.put("sord", orderOf(&so, src, nd)...)
 	w.put("dord", orderOf(&do, dst, nd)...)
+	var to [layout.MaxBoxNDim]int64
+	w.put("tord", tileOrder(&to, int64(k.CutFirst), src, dst, chunks[:nd], tileBytes, int64(sig.Itemsize))...)
 	w.put("w", g.W[:nd]...)
 	w.put("nk", int64(src.NDims))
 	w.put("nsr", int64(src.NRun))
@@ -187,6 +190,94 @@ func orderOf(o *[layout.MaxBoxNDim]int64, s *tilegeom.BoxSide, nd int) []int64 {
 		o[i] = int64(s.Order[i])
 	}
 	return o[:nd]
+}
+
+// tileOrder returns in o the order in which the box-tile kernel numbers
+// the tiles of a launch with chunks tiles along each dim, of tileBytes
+// bytes of item-byte elements (tileAt: the last dim of the order varies
+// fastest). By default the canonical dims in order, dst's innermost last.
+// Where the src runs are short and the tiles on either side of their cut
+// lie more than far bytes of copy apart in that order (srcCutFar; far 0:
+// never, Knobs.CutFirst), the dims that cut a run of either side move last, the one with fewer
+// tiles along it last of all, so that the tiles on both sides of either
+// cut lie at most that many tiles apart.
+func tileOrder(o *[layout.MaxBoxNDim]int64, far int64, src, dst *tilegeom.BoxSide, chunks []int64, tileBytes, item int64) []int64 {
+	nd := len(chunks)
+	cs, cd := -1, -1 // the cut dims, cd the one with fewer tiles along it
+	if far > 0 && srcCutFar(src, chunks, tileBytes, item, far) {
+		cs, cd = cutDim(src, chunks), cutDim(dst, chunks)
+		if cs == cd {
+			cs = -1
+		} else if cs >= 0 && (cd < 0 || chunks[cs] < chunks[cd]) {
+			cs, cd = cd, cs
+		}
+	}
+	n := 0
+	for k := range nd {
+		if k != cs && k != cd {
+			o[n] = int64(k)
+			n++
+		}
+	}
+	for _, k := range [2]int{cs, cd} {
+		if k >= 0 {
+			o[n] = int64(k)
+			n++
+		}
+	}
+	return o[:nd]
+}
+
+// cutRunBytes bounds the src runs whose cut tileOrder moves: a sector
+// re-read from DRAM at a cut (64 bytes) is a quarter of such a run or more.
+const cutRunBytes = 256
+
+// srcCutFar reports whether the src runs of a box tile (side src) are
+// shorter than cutRunBytes and the tiles either side of their cut lie
+// more than far bytes of copy (read and written) apart in the canonical
+// order.
+func srcCutFar(src *tilegeom.BoxSide, chunks []int64, tileBytes, item, far int64) bool {
+	cs := cutDim(src, chunks)
+	if cs < 0 || src.RunLen*item >= cutRunBytes {
+		return false
+	}
+	apart := 2 * tileBytes // bytes read and written from one tile to the next
+	for _, c := range chunks[cs+1:] {
+		if apart *= c; apart > far {
+			return true
+		}
+	}
+	return false
+}
+
+// TileOrder returns the order in which the box-tile kernel packed for plan
+// p under knobs k numbers its tiles (tileOrder: the last dim varies
+// fastest), or nil for other plans: for a description of the launch, or a
+// test that wants tiles numbered out of the canonical order.
+func TileOrder(k Knobs, p *layout.Plan) []int64 {
+	if p.Sig.Class != layout.ClassBoxTile || p.Box == nil || len(p.Tile) != len(p.Shape) || len(p.Shape) > layout.MaxBoxNDim {
+		return nil
+	}
+	var chunks [layout.MaxBoxNDim]int64
+	tileBytes := int64(p.Sig.Itemsize)
+	for d := range p.Shape {
+		chunks[d] = ceilDiv(p.Shape[d], max(p.Tile[d], 1))
+		tileBytes *= p.Tile[d]
+	}
+	var o [layout.MaxBoxNDim]int64
+	return slices.Clone(tileOrder(&o, int64(k.CutFirst), &p.Box.Src, &p.Box.Dst, chunks[:len(p.Shape)], tileBytes, int64(p.Sig.Itemsize)))
+}
+
+// cutDim returns the dim that cuts the runs of side s (the last dim of a
+// run, where more than one tile lies along it), or -1.
+func cutDim(s *tilegeom.BoxSide, chunks []int64) int {
+	if s.NRun == 0 {
+		return -1
+	}
+	if k := int(s.Order[s.NRun-1]); chunks[k] > 1 {
+		return k
+	}
+	return -1
 }
 
 // ints widens an array of ints to argument values in o.

@@ -99,6 +99,17 @@ type Knobs struct {
 	// such a plan stages its contiguous src runs with 16-byte cp.async
 	// copies, a quarter of the word copies; generic kernels keep words.
 	LoadGrain int
+	// CutFirst makes the box-tile kernel, where its src runs are short
+	// (under 256 bytes) and the tiles either side of the dim that cuts
+	// them lie more than CutFirst bytes of copy apart in the canonical
+	// order (0: never), number its tiles with the dims that cut a run of
+	// either view (the last dim of a run, where the tile holds part of
+	// its extent) varying fastest (tileOrder). The tiles on either side
+	// of a cut share the sectors it falls in: numbered close together
+	// they run at about the same time, and the second finds those
+	// sectors in L2; numbered a whole plane of tiles apart, as a src cut
+	// can be in dst's order, it reads them from DRAM again.
+	CutFirst int
 	// Siblings makes the box-tile kernel, for 1-byte items whose src runs
 	// cross the dst runs, write 4 dst runs at once, a 4×4-byte block
 	// transposed in registers at a time (the template's storeSiblings),
@@ -195,6 +206,7 @@ var knobTable = [...]struct {
 	{"overlaptables", func(k *Knobs) int { return b2i(k.OverlapTables) }, func(k *Knobs, v int) { k.OverlapTables = v != 0 }},
 	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
 	{"loadgrain", func(k *Knobs) int { return k.LoadGrain }, func(k *Knobs, v int) { k.LoadGrain = v }},
+	{"cutfirst", func(k *Knobs) int { return k.CutFirst }, func(k *Knobs, v int) { k.CutFirst = v }},
 }
 
 func b2i(b bool) int {
@@ -509,6 +521,8 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 		return fmt.Errorf("%w: %v: tilebytes=%d outside %d..%d", ErrTuning, sig, k.TileBytes, layout.MinTileBytes, layout.MaxTileBytes)
 	case k.WordStore < 0 || k.TripleStore < 0:
 		return fmt.Errorf("%w: %v: wordstore=%d triplestore=%d: negative", ErrTuning, sig, k.WordStore, k.TripleStore)
+	case k.CutFirst < 0 || k.CutFirst > maxCutFirst:
+		return fmt.Errorf("%w: %v: cutfirst=%d outside 0..%d", ErrTuning, sig, k.CutFirst, maxCutFirst)
 	case k.Pipe < 0 || k.Pipe > maxPipe:
 		return fmt.Errorf("%w: %v: pipe=%d outside 0..%d", ErrTuning, sig, k.Pipe, maxPipe)
 	case k.GatherWord != 0 && k.GatherWord != 4 && k.GatherWord != 8 && k.GatherWord != 16:
@@ -516,6 +530,9 @@ func CheckKnobs(sig layout.Signature, k Knobs) error {
 	}
 	return nil
 }
+
+// maxCutFirst bounds Knobs.CutFirst: 1 GiB of copy.
+const maxCutFirst = 1 << 30
 
 // maxPipe bounds Knobs.Pipe.
 const maxPipe = 64

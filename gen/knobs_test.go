@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +152,50 @@ func TestBoxLanesTriples(t *testing.T) {
 		if _, _, lgd := boxLanes(k, &src, &dst, 3); lgd != c.want {
 			t.Errorf("%s: lgd %d, want %d", c.why, lgd, c.want)
 		}
+	}
+}
+
+// TestTileOrder checks the order the box-tile kernel numbers tiles in:
+// without CutFirst the canonical dims; with it at 32 MiB, the cut dims
+// last (fastest), the one with fewer tiles along it last of all, but only
+// where the src runs are short and their cut's two sides lie that far
+// apart.
+func TestTileOrder(t *testing.T) {
+	for _, c := range []struct {
+		shape, ss []int64 // dst is dense in shape's order
+		item      int
+		want      []int64 // with CutFirst
+		why       string
+	}{
+		{[]int64{166, 144, 89, 126}, []int64{1, 20916, 3011904, 166}, 1, []int64{1, 3, 2, 0},
+			"src runs of 83 bytes (166 in two tiles, dim 0) 6,480 tiles apart; dst's cut (dim 2) in 45"},
+		{[]int64{166, 4, 9, 126}, []int64{1, 20916, 83664, 166}, 1, []int64{0, 1, 2, 3},
+			"the same runs 20 tiles apart: the L2 holds the cut's sectors"},
+		{[]int64{520, 14, 16, 28, 21}, []int64{1, 520, 152880, 2446080, 7280}, 4, []int64{0, 1, 2, 3, 4},
+			"src runs of 348 bytes: a re-read sector is under a quarter of a run"},
+	} {
+		src, err := layout.New(c.shape, c.ss, c.item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := layout.Dense(c.shape, c.item, layout.C)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := layout.PlanCopy(dst, src, layout.PlanOptions{TileBytes: 32 << 10})
+		if err != nil || p.Box == nil {
+			t.Fatalf("%v: plan %v, %v", c.shape, p.Sig, err)
+		}
+		canon := []int64{0, 1, 2, 3, 4}[:len(p.Shape)]
+		if got := TileOrder(Knobs{}, &p); !slices.Equal(got, canon) {
+			t.Errorf("%v tile %v: order %v without CutFirst, want the canonical dims", p.Shape, p.Tile, got)
+		}
+		if got := TileOrder(Knobs{CutFirst: 32 << 20}, &p); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %v tile %v: order %v, want %v", c.why, p.Shape, p.Tile, got, c.want)
+		}
+	}
+	p := layout.Plan{Sig: layout.Signature{Class: layout.ClassTile}}
+	if got := TileOrder(Knobs{CutFirst: 32 << 20}, &p); got != nil {
+		t.Errorf("a vector tile's plan: order %v, want nil", got)
 	}
 }

@@ -239,6 +239,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd2_f0_i4_v4_i32(unsign
 var knobsSkTileNd2F0I4V4I32 = gen.Knobs{
 	BlockBytes:     1,
 	CalcOffsets:    false,
+	CutFirst:       0,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadGrain:      0,
@@ -449,6 +450,7 @@ extern "C" __global__ void __launch_bounds__(NT) sk_tile_nd4_f1_i2_v8_i32(unsign
 var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	BlockBytes:     1,
 	CalcOffsets:    false,
+	CutFirst:       0,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadGrain:      0,
@@ -603,6 +605,7 @@ extern "C" __global__ void __launch_bounds__(256) sk_elem_nd7_i4_v1_i32(unsigned
 var knobsSkElemNd7I4V1I32 = gen.Knobs{
 	BlockBytes:     1,
 	CalcOffsets:    false,
+	CutFirst:       0,
 	ElemStore:      false,
 	GatherWord:     0,
 	LoadGrain:      0,

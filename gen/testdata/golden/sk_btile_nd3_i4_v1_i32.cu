@@ -97,6 +97,7 @@ struct A {
 	unsigned int cshr[ND];
 	int sord[ND]; // tile dims by |stride| in src
 	int dord[ND]; // tile dims by |stride| in dst
+	int tord[ND]; // dims in the order tiles are numbered, the last fastest (tileOrder)
 	int w[ND]; // shared-memory bytes per index step of each dim
 	int nk; // tile dims
 	int nsr; // dims in a src run
@@ -143,38 +144,39 @@ SK_CHECK(sk_at_cmul, SK_AT_IS(A, cmul, 160)); // gen packs A.cmul at byte 160
 SK_CHECK(sk_at_cshr, SK_AT_IS(A, cshr, 184)); // gen packs A.cshr at byte 184
 SK_CHECK(sk_at_sord, SK_AT_IS(A, sord, 196)); // gen packs A.sord at byte 196
 SK_CHECK(sk_at_dord, SK_AT_IS(A, dord, 208)); // gen packs A.dord at byte 208
-SK_CHECK(sk_at_w, SK_AT_IS(A, w, 220)); // gen packs A.w at byte 220
-SK_CHECK(sk_at_nk, SK_AT_IS(A, nk, 232)); // gen packs A.nk at byte 232
-SK_CHECK(sk_at_nsr, SK_AT_IS(A, nsr, 236)); // gen packs A.nsr at byte 236
-SK_CHECK(sk_at_ndr, SK_AT_IS(A, ndr, 240)); // gen packs A.ndr at byte 240
-SK_CHECK(sk_at_ls, SK_AT_IS(A, ls, 244)); // gen packs A.ls at byte 244
-SK_CHECK(sk_at_rs, SK_AT_IS(A, rs, 248)); // gen packs A.rs at byte 248
-SK_CHECK(sk_at_ld, SK_AT_IS(A, ld, 252)); // gen packs A.ld at byte 252
-SK_CHECK(sk_at_rd, SK_AT_IS(A, rd, 256)); // gen packs A.rd at byte 256
-SK_CHECK(sk_at_offS, SK_AT_IS(A, offS, 260)); // gen packs A.offS at byte 260
-SK_CHECK(sk_at_lgs, SK_AT_IS(A, lgs, 264)); // gen packs A.lgs at byte 264
-SK_CHECK(sk_at_lgd, SK_AT_IS(A, lgd, 268)); // gen packs A.lgd at byte 268
-SK_CHECK(sk_at_c0, SK_AT_IS(A, c0, 272)); // gen packs A.c0 at byte 272
-SK_CHECK(sk_at_grain, SK_AT_IS(A, grain, 276)); // gen packs A.grain at byte 276
-SK_CHECK(sk_at_rgs, SK_AT_IS(A, rgs, 280)); // gen packs A.rgs at byte 280
-SK_CHECK(sk_at_rgd, SK_AT_IS(A, rgd, 296)); // gen packs A.rgd at byte 296
-SK_CHECK(sk_at_lasts, SK_AT_IS(A, lasts, 312)); // gen packs A.lasts at byte 312
-SK_CHECK(sk_at_lastd, SK_AT_IS(A, lastd, 316)); // gen packs A.lastd at byte 316
-SK_CHECK(sk_at_offG, SK_AT_IS(A, offG, 320)); // gen packs A.offG at byte 320
-SK_CHECK(sk_at_offH, SK_AT_IS(A, offH, 324)); // gen packs A.offH at byte 324
-SK_CHECK(sk_at_offA, SK_AT_IS(A, offA, 328)); // gen packs A.offA at byte 328
-SK_CHECK(sk_at_offB, SK_AT_IS(A, offB, 332)); // gen packs A.offB at byte 332
-SK_CHECK(sk_at_offCs, SK_AT_IS(A, offCs, 336)); // gen packs A.offCs at byte 336
-SK_CHECK(sk_at_offCd, SK_AT_IS(A, offCd, 340)); // gen packs A.offCd at byte 340
-SK_CHECK(sk_at_lgw, SK_AT_IS(A, lgw, 344)); // gen packs A.lgw at byte 344
-SK_CHECK(sk_at_gn, SK_AT_IS(A, gn, 348)); // gen packs A.gn at byte 348
-SK_CHECK(sk_at_gta, SK_AT_IS(A, gta, 352)); // gen packs A.gta at byte 352
-SK_CHECK(sk_at_gdim, SK_AT_IS(A, gdim, 356)); // gen packs A.gdim at byte 356
-SK_CHECK(sk_at_gdiv, SK_AT_IS(A, gdiv, 360)); // gen packs A.gdiv at byte 360
-SK_CHECK(sk_at_gmul, SK_AT_IS(A, gmul, 368)); // gen packs A.gmul at byte 368
-SK_CHECK(sk_at_gshr, SK_AT_IS(A, gshr, 384)); // gen packs A.gshr at byte 384
-SK_CHECK(sk_at_gds, SK_AT_IS(A, gds, 392)); // gen packs A.gds at byte 392
-SK_CHECK(sk_sizeof_A, sizeof(A) == 400); // gen packs 400 bytes
+SK_CHECK(sk_at_tord, SK_AT_IS(A, tord, 220)); // gen packs A.tord at byte 220
+SK_CHECK(sk_at_w, SK_AT_IS(A, w, 232)); // gen packs A.w at byte 232
+SK_CHECK(sk_at_nk, SK_AT_IS(A, nk, 244)); // gen packs A.nk at byte 244
+SK_CHECK(sk_at_nsr, SK_AT_IS(A, nsr, 248)); // gen packs A.nsr at byte 248
+SK_CHECK(sk_at_ndr, SK_AT_IS(A, ndr, 252)); // gen packs A.ndr at byte 252
+SK_CHECK(sk_at_ls, SK_AT_IS(A, ls, 256)); // gen packs A.ls at byte 256
+SK_CHECK(sk_at_rs, SK_AT_IS(A, rs, 260)); // gen packs A.rs at byte 260
+SK_CHECK(sk_at_ld, SK_AT_IS(A, ld, 264)); // gen packs A.ld at byte 264
+SK_CHECK(sk_at_rd, SK_AT_IS(A, rd, 268)); // gen packs A.rd at byte 268
+SK_CHECK(sk_at_offS, SK_AT_IS(A, offS, 272)); // gen packs A.offS at byte 272
+SK_CHECK(sk_at_lgs, SK_AT_IS(A, lgs, 276)); // gen packs A.lgs at byte 276
+SK_CHECK(sk_at_lgd, SK_AT_IS(A, lgd, 280)); // gen packs A.lgd at byte 280
+SK_CHECK(sk_at_c0, SK_AT_IS(A, c0, 284)); // gen packs A.c0 at byte 284
+SK_CHECK(sk_at_grain, SK_AT_IS(A, grain, 288)); // gen packs A.grain at byte 288
+SK_CHECK(sk_at_rgs, SK_AT_IS(A, rgs, 292)); // gen packs A.rgs at byte 292
+SK_CHECK(sk_at_rgd, SK_AT_IS(A, rgd, 308)); // gen packs A.rgd at byte 308
+SK_CHECK(sk_at_lasts, SK_AT_IS(A, lasts, 324)); // gen packs A.lasts at byte 324
+SK_CHECK(sk_at_lastd, SK_AT_IS(A, lastd, 328)); // gen packs A.lastd at byte 328
+SK_CHECK(sk_at_offG, SK_AT_IS(A, offG, 332)); // gen packs A.offG at byte 332
+SK_CHECK(sk_at_offH, SK_AT_IS(A, offH, 336)); // gen packs A.offH at byte 336
+SK_CHECK(sk_at_offA, SK_AT_IS(A, offA, 340)); // gen packs A.offA at byte 340
+SK_CHECK(sk_at_offB, SK_AT_IS(A, offB, 344)); // gen packs A.offB at byte 344
+SK_CHECK(sk_at_offCs, SK_AT_IS(A, offCs, 348)); // gen packs A.offCs at byte 348
+SK_CHECK(sk_at_offCd, SK_AT_IS(A, offCd, 352)); // gen packs A.offCd at byte 352
+SK_CHECK(sk_at_lgw, SK_AT_IS(A, lgw, 356)); // gen packs A.lgw at byte 356
+SK_CHECK(sk_at_gn, SK_AT_IS(A, gn, 360)); // gen packs A.gn at byte 360
+SK_CHECK(sk_at_gta, SK_AT_IS(A, gta, 364)); // gen packs A.gta at byte 364
+SK_CHECK(sk_at_gdim, SK_AT_IS(A, gdim, 368)); // gen packs A.gdim at byte 368
+SK_CHECK(sk_at_gdiv, SK_AT_IS(A, gdiv, 372)); // gen packs A.gdiv at byte 372
+SK_CHECK(sk_at_gmul, SK_AT_IS(A, gmul, 384)); // gen packs A.gmul at byte 384
+SK_CHECK(sk_at_gshr, SK_AT_IS(A, gshr, 400)); // gen packs A.gshr at byte 400
+SK_CHECK(sk_at_gds, SK_AT_IS(A, gds, 408)); // gen packs A.gds at byte 408
+SK_CHECK(sk_sizeof_A, sizeof(A) == 416); // gen packs 416 bytes
 // Granule loads and stores: G bytes, zero-extended into a word.
 __device__ __forceinline__ u32 ldg_g(const u8* p) {
 	return __ldg((const u32*)p);
@@ -266,12 +268,14 @@ struct Tile {
 	int ph; // the tile's phase: the address modulo a.grain of src run 0's lowest byte
 	int remA; // the extent left along the sibling store's dim (a.gdim)
 };
-// tileAt unravels tile number t (fast division by the chunks per dim).
+// tileAt unravels tile number t (fast division by the chunks per dim),
+// along the dims in the order a.tord gives, its last varying fastest.
 __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 	Tile c = {0, 0, false, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, a.ls, a.ld, 0, 1 << 30};
 	U rest = t;
 #pragma unroll
-	for (int k = ND - 1; k >= 0; k--) {
+	for (int r = ND - 1; r >= 0; r--) {
+		const int k = a.tord[r];
 		const U q = sk_div(rest, a.cmul[k], a.cshr[k], a.chunks[k]);
 		const I i0 = (I)(rest - q * (U)a.chunks[k]) * (I)a.tile[k];
 		rest = q;
