@@ -32,14 +32,9 @@ func packBoxTile(sig layout.Signature, k Knobs, p *layout.Plan, smCount int, buf
 	}
 	src, dst := &g.Src, &g.Dst
 	var chunks [layout.MaxBoxNDim]int64
-	ntiles, tileBytes := int64(1), int64(sig.Itemsize)
-	for d := range nd {
-		if t := p.Tile[d]; t < 1 || t > p.Shape[d] {
-			return Launch{}, fmt.Errorf("%w: tile %v of shape %v", ErrPlan, p.Tile, p.Shape)
-		}
-		chunks[d] = ceilDiv(p.Shape[d], p.Tile[d])
-		ntiles *= chunks[d]
-		tileBytes *= p.Tile[d]
+	ntiles, tileBytes, ok := boxTiles(&chunks, p.Shape, p.Tile, int64(sig.Itemsize))
+	if !ok {
+		return Launch{}, fmt.Errorf("%w: tile %v of shape %v", ErrPlan, p.Tile, p.Shape)
 	}
 	sl := g.Shared
 	if sl.Total > tilegeom.MaxBoxSharedBytes || sl.Total == 0 {
@@ -192,23 +187,40 @@ func orderOf(o *[layout.MaxBoxNDim]int64, s *tilegeom.BoxSide, nd int) []int64 {
 	return o[:nd]
 }
 
+// boxTiles sets chunks to the tiles along each dim of shape for the box
+// tile tile, and returns the tiles in all and the bytes of a tile of
+// item-byte elements; ok is false where an extent of tile lies outside
+// 1..shape.
+func boxTiles(chunks *[layout.MaxBoxNDim]int64, shape, tile []int64, item int64) (ntiles, tileBytes int64, ok bool) {
+	ntiles, tileBytes = 1, item
+	for d, t := range tile {
+		if t < 1 || t > shape[d] {
+			return 0, 0, false
+		}
+		chunks[d] = ceilDiv(shape[d], t)
+		ntiles *= chunks[d]
+		tileBytes *= t
+	}
+	return ntiles, tileBytes, true
+}
+
 // tileOrder returns in o the order in which the box-tile kernel numbers
 // the tiles of a launch with chunks tiles along each dim, of tileBytes
 // bytes of item-byte elements (tileAt: the last dim of the order varies
 // fastest). By default the canonical dims in order, dst's innermost last.
-// Where the src runs are short and the tiles on either side of their cut
-// lie more than far bytes of copy apart in that order (srcCutFar; far 0:
-// never, Knobs.CutFirst), the dims that cut a run of either side move last, the one with fewer
-// tiles along it last of all, so that the tiles on both sides of either
-// cut lie at most that many tiles apart.
+// Where the src runs are under cutRunBytes and the tiles on either side
+// of their cut lie more than far bytes of copy apart in that order (far
+// 0: never; Knobs.CutFirst), the dims that cut a run of either side move
+// last, the one with fewer tiles along it last of all, so that the tiles
+// on both sides of either cut lie at most that many tiles apart.
 func tileOrder(o *[layout.MaxBoxNDim]int64, far int64, src, dst *tilegeom.BoxSide, chunks []int64, tileBytes, item int64) []int64 {
 	nd := len(chunks)
 	cs, cd := -1, -1 // the cut dims, cd the one with fewer tiles along it
-	if far > 0 && srcCutFar(src, chunks, tileBytes, item, far) {
-		cs, cd = cutDim(src, chunks), cutDim(dst, chunks)
+	if k := cutDim(src, chunks); far > 0 && k >= 0 && src.RunLen*item < cutRunBytes && bytesApart(chunks[k+1:], tileBytes, far) > far {
+		cs, cd = k, cutDim(dst, chunks)
 		if cs == cd {
 			cs = -1
-		} else if cs >= 0 && (cd < 0 || chunks[cs] < chunks[cd]) {
+		} else if cd < 0 || chunks[cs] < chunks[cd] {
 			cs, cd = cd, cs
 		}
 	}
@@ -232,22 +244,17 @@ func tileOrder(o *[layout.MaxBoxNDim]int64, far int64, src, dst *tilegeom.BoxSid
 // re-read from DRAM at a cut (64 bytes) is a quarter of such a run or more.
 const cutRunBytes = 256
 
-// srcCutFar reports whether the src runs of a box tile (side src) are
-// shorter than cutRunBytes and the tiles either side of their cut lie
-// more than far bytes of copy (read and written) apart in the canonical
-// order.
-func srcCutFar(src *tilegeom.BoxSide, chunks []int64, tileBytes, item, far int64) bool {
-	cs := cutDim(src, chunks)
-	if cs < 0 || src.RunLen*item >= cutRunBytes {
-		return false
-	}
-	apart := 2 * tileBytes // bytes read and written from one tile to the next
-	for _, c := range chunks[cs+1:] {
-		if apart *= c; apart > far {
-			return true
+// bytesApart returns the bytes of copy (read and written) between a tile
+// and the next along a dim whose faster dims hold chunks tiles each, in
+// tiles of tileBytes: at most a little over limit, where it stops.
+func bytesApart(chunks []int64, tileBytes, limit int64) int64 {
+	apart := 2 * tileBytes
+	for _, c := range chunks {
+		if apart *= c; apart > limit {
+			break
 		}
 	}
-	return false
+	return apart
 }
 
 // TileOrder returns the order in which the box-tile kernel packed for plan
@@ -259,10 +266,9 @@ func TileOrder(k Knobs, p *layout.Plan) []int64 {
 		return nil
 	}
 	var chunks [layout.MaxBoxNDim]int64
-	tileBytes := int64(p.Sig.Itemsize)
-	for d := range p.Shape {
-		chunks[d] = ceilDiv(p.Shape[d], max(p.Tile[d], 1))
-		tileBytes *= p.Tile[d]
+	_, tileBytes, ok := boxTiles(&chunks, p.Shape, p.Tile, int64(p.Sig.Itemsize))
+	if !ok {
+		return nil
 	}
 	var o [layout.MaxBoxNDim]int64
 	return slices.Clone(tileOrder(&o, int64(k.CutFirst), &p.Box.Src, &p.Box.Dst, chunks[:len(p.Shape)], tileBytes, int64(p.Sig.Itemsize)))
