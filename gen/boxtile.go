@@ -260,7 +260,9 @@ func bytesApart(chunks []int64, tileBytes, limit int64) int64 {
 // TileOrder returns the order in which the box-tile kernel packed for plan
 // p under knobs k numbers its tiles (tileOrder: the last dim varies
 // fastest), or nil for other plans: for a description of the launch, or a
-// test that wants tiles numbered out of the canonical order.
+// test that wants tiles numbered out of the canonical order. Only the
+// specialised tier follows it; the generic kernel numbers its tiles in the
+// canonical order.
 func TileOrder(k Knobs, p *layout.Plan) []int64 {
 	if p.Sig.Class != layout.ClassBoxTile || p.Box == nil || len(p.Tile) != len(p.Shape) || len(p.Shape) > layout.MaxBoxNDim {
 		return nil

@@ -25,11 +25,12 @@ var cutFirstGPUCases = map[int][]permCase{
 	8: {{[]int64{10, 198, 114}, []int{2, 1, 0}}, {[]int64{61, 129, 14}, []int{2, 1, 0}}},
 }
 
-// TestGPUCutFirst copies cutFirstGPUCases on the GPU, in both tiers, with
-// the tiles numbered with the dims that cut a run fastest wherever they
-// cut (cutfirst=1; Knobs.CutFirst, which the table sets for far cuts of
-// large copies only), against runtime/hostcopy. A case whose plan does
-// not number its tiles out of the canonical order fails the test.
+// TestGPUCutFirst copies cutFirstGPUCases on the GPU against
+// runtime/hostcopy with cutfirst=1 (Knobs.CutFirst, which the table sets
+// for far cuts of large copies only), in both tiers: the specialised one
+// numbers its tiles with the dims that cut a run fastest wherever they
+// cut, the generic one canonically. A case whose plan does not number its
+// tiles out of the canonical order fails the test.
 func TestGPUCutFirst(t *testing.T) {
 	dev := testenv.NeedGPU(t)
 	st := testenv.NewStream(t, dev)

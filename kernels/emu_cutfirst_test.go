@@ -8,13 +8,13 @@ import (
 )
 
 // TestEmulatedCutFirst copies, on the CPU and in both tiers, box tiles
-// whose short src runs are cut by a dim other than dst's innermost, with
-// the cut dims numbered fastest wherever their two sides lie apart at all
-// (cutfirst=1, Knobs.CutFirst): tiles of 4 KiB, so that blocks take
-// several tiles; ragged tiles along the cut dims; items of 1 to 16 bytes;
-// 3 and 4 dims; forward and reversed src runs. With the knob all but one
-// of the cases must number their tiles out of the canonical order, and
-// without it none.
+// whose short src runs are cut by a dim other than dst's innermost, the
+// specialised tier with the cut dims numbered fastest wherever their two
+// sides lie apart at all (cutfirst=1, Knobs.CutFirst): tiles of 4 KiB, so
+// that blocks take several tiles; ragged tiles along the cut dims; items
+// of 1 to 16 bytes; 3 and 4 dims; forward and reversed src runs. With the
+// knob all but one of the cases must number their tiles out of the
+// canonical order, and without it none.
 func TestEmulatedCutFirst(t *testing.T) {
 	cases := []struct {
 		shape []int64

@@ -269,13 +269,16 @@ struct Tile {
 	int remA; // the extent left along the sibling store's dim (a.gdim)
 };
 // tileAt unravels tile number t (fast division by the chunks per dim),
-// along the dims in the order a.tord gives, its last varying fastest.
+// along the dims in the order a.tord gives, its last varying fastest. The
+// generic tier keeps the canonical order: a.tord read by index cost it
+// registers and speed (docs/design.md), and it serves only until the
+// specialised kernel is ready.
 __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 	Tile c = {0, 0, false, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, a.ls, a.ld, 0, 1 << 30};
 	U rest = t;
 #pragma unroll
 	for (int r = ND - 1; r >= 0; r--) {
-		const int k = a.tord[r];
+		const int k = SP ? (int)a.tord[r] : r; // generic kernels: the canonical order, unrolled
 		const U q = sk_div(rest, a.cmul[k], a.cshr[k], a.chunks[k]);
 		const I i0 = (I)(rest - q * (U)a.chunks[k]) * (I)a.tile[k];
 		rest = q;
