@@ -196,7 +196,7 @@
 // its header documents the format) as entries of the GPU's architecture,
 // one per family: the box tile per item size (btile/1 … btile/16: threads,
 // tilebytes, loadlanes, storelanes, blockbytes, unroll, elemstore,
-// overlaptables, calcoffsets, loadgrain), the vectorised tile per item size and vector width
+// overlaptables, calcoffsets, loadgrain, cutfirst), the vectorised tile per item size and vector width
 // (tile/1x16 … tile/8x2: threads, wordcols), elem, bcast and fill
 // (threads, rows).
 // Each family is timed on two or three representative cases of about

@@ -62,7 +62,7 @@ Families, one table entry each, and the knobs swept:
             threads 128 256 512, tilebytes 8192 16384 24576 32768,
             loadlanes 4 8 16 32, storelanes 1 2 4 8, blockbytes 1 16384 65536,
             elemstore 0 1, overlaptables 0 1, calcoffsets 0 1,
-            loadgrain 4 16;
+            loadgrain 4 16, cutfirst 0 16MiB 64MiB 256MiB (in bytes);
             cases: the first three of a 2-d transpose with odd extents,
             NCHW->NHWC with 3 channels, a 5-d permutation of short dims and
             a 2-d transpose with a 13-item fast dim that plan as box tiles

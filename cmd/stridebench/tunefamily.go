@@ -45,6 +45,10 @@ var (
 		{"overlaptables", []int{0, 1}},
 		{"calcoffsets", []int{0, 1}},
 		{"loadgrain", []int{4, 16}},
+		// 0: tiles in the canonical order; else cut dims last where a
+		// short src run's cut lies more than this many bytes of copy
+		// apart (gen.Knobs.CutFirst): 16 MiB, 64 MiB (the table's), 256 MiB.
+		{"cutfirst", []int{0, 16 << 20, 64 << 20, 256 << 20}},
 	}
 )
 
