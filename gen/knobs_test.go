@@ -11,8 +11,9 @@ import (
 
 // TestSpecialiseDims checks the table's specialisation of box tiles: every
 // item size but 12 bytes, 3-byte items only from 3 canonical dims, on the
-// H100/H200 entries and the portable heuristic alike, and that
-// specialisedims clears Specialise below its count whatever sets it.
+// H100/H200 entries and the portable heuristic alike; of vector tiles, the
+// 1x16 and 2x8 ones; and that specialisedims clears Specialise below its
+// count whatever sets it.
 func TestSpecialiseDims(t *testing.T) {
 	for _, arch := range []int{0, 90} {
 		for _, c := range []struct {
@@ -20,12 +21,22 @@ func TestSpecialiseDims(t *testing.T) {
 			want     bool
 		}{
 			{3, 2, false}, {3, 3, true}, {3, 8, true},
-			{1, 2, true}, {4, 2, true}, {12, 5, false},
+			{1, 2, true}, {4, 2, true}, {12, 3, false}, {12, 7, false},
 		} {
 			sig := layout.Signature{Class: layout.ClassBoxTile, NDim: uint8(c.nd), Itemsize: uint8(c.item), Vec: 1}
 			if got := KnobsFor(sig, arch).Specialise; got != c.want {
 				t.Errorf("sm_%d: %v: Specialise %v, want %v", arch, sig, got, c.want)
 			}
+		}
+	}
+	// Vector tiles: 1-byte items in sixteens and 2-byte ones in eights.
+	for _, c := range []struct {
+		item, vec int
+		want      bool
+	}{{1, 16, true}, {2, 8, true}, {4, 4, false}, {3, 4, false}, {16, 1, false}} {
+		sig := layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: uint8(c.item), Vec: uint8(c.vec)}
+		if got := KnobsFor(sig, 90).Specialise; got != c.want {
+			t.Errorf("sm_90: %v: Specialise %v, want %v", sig, got, c.want)
 		}
 	}
 	entries := []TuningEntry{{Class: layout.ClassElementwise, Set: map[string]int{"specialise": 1, "specialisedims": 4}}}
