@@ -459,7 +459,7 @@ var knobsSkTileNd4F1I2V8I32 = gen.Knobs{
 	Pipe:           0,
 	Rows:           1,
 	Siblings:       false,
-	Specialise:     false,
+	Specialise:     true,
 	SpecialiseDims: 0,
 	StageStores:    false,
 	StoreLanes:     1,
