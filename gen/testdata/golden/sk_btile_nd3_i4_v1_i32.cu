@@ -271,8 +271,7 @@ struct Tile {
 // tileAt unravels tile number t (fast division by the chunks per dim),
 // along the dims in the order a.tord gives, its last varying fastest. The
 // generic tier keeps the canonical order: a.tord read by index cost it
-// registers and speed (docs/design.md), and it serves only until the
-// specialised kernel is ready.
+// speed (docs/design.md).
 __device__ __forceinline__ Tile tileAt(U t, const u8* src, const A& a) {
 	Tile c = {0, 0, false, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, {1 << 30, 1 << 30, 1 << 30, 1 << 30}, a.ls, a.ld, 0, 1 << 30};
 	U rest = t;
