@@ -63,11 +63,10 @@ func TestCutFirstGPUCases(t *testing.T) {
 	for _, knobs := range []string{"btile cutfirst=1", "btile cutfirst=0"} {
 		t.Setenv("STRIDEKIT_KNOBS", knobs)
 		for item, cases := range cutFirstGPUCases {
-			b := boxTuning(90, item)
 			for _, c := range cases {
 				sl := layouttest.MustDense(t, c.shape, item, c.perm...)
 				dl := layouttest.MustDense(t, c.shape, item)
-				p, err := layout.PlanCopy(dl, sl, layout.PlanOptions{DstAlign: 256, SrcAlign: 256, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple})
+				p, err := layout.PlanCopy(dl, sl, archPlanOptions(90, 256, 256, item))
 				if err != nil {
 					t.Fatal(err)
 				}

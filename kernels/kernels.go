@@ -39,6 +39,12 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 	if dev != nil {
 		arch = dev.Arch()
 	}
+	return archPlanOptions(arch, dstAlign, srcAlign, itemsize)
+}
+
+// archPlanOptions is planOptions for a device of compute capability arch
+// (0: the portable tuning).
+func archPlanOptions(arch, dstAlign, srcAlign, itemsize int) layout.PlanOptions {
 	b := boxTuning(arch, itemsize)
 	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple}
 }
