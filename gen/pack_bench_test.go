@@ -1,10 +1,12 @@
 package gen_test
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/internal/layouttest"
+	"github.com/stridekit/stridekit/internal/pairgen"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -80,4 +82,48 @@ func BenchmarkPlanPackDispatch(b *testing.B) {
 			planPackLoop(b, dst, src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}, c.Class)
 		})
 	}
+}
+
+// BenchmarkPlanPackRandom is the plan and packing of random copies (views
+// of up to 64 MiB from internal/pairgen, 16-byte aligned), a fixed set
+// of 256 of each class planned in turn: what the first copy of a new pair
+// costs beyond the dispatch cases' single shapes. Its ns/op is one copy's.
+func BenchmarkPlanPackRandom(b *testing.B) {
+	for _, class := range []layout.Class{layout.ClassBoxTile, layout.ClassTile, layout.ClassElementwise} {
+		b.Run(class.String(), func(b *testing.B) {
+			pairs := randomPlans(b, class, 256)
+			var p layout.Plan
+			buf := make([]byte, 1<<16)
+			opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c := pairs[i%len(pairs)]
+				i++
+				if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := gen.Pack(p.Sig, gen.KnobsFor(p.Sig, 90), &p, 132, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// randomPlans returns n random pairs (fixed seed) that plan as class.
+func randomPlans(b *testing.B, class layout.Class, n int) []pairgen.Pair {
+	r := rand.New(rand.NewPCG(29, uint64(class)))
+	var out []pairgen.Pair
+	var p layout.Plan
+	for tries := 0; len(out) < n && tries < 1000*n; tries++ {
+		c := pairgen.Random(r, 64<<20)
+		if layout.PlanCopyInto(&p, c.Dst, c.Src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}) == nil && p.Sig.Class == class {
+			out = append(out, c)
+		}
+	}
+	if len(out) < n {
+		b.Fatalf("%d random pairs of class %v, want %d", len(out), class, n)
+	}
+	return out
 }
