@@ -147,6 +147,22 @@ type Knobs struct {
 	// item size that gain from it (many dims, whose generic kernel unravels
 	// more indices at run time) and not the ones that lose.
 	SpecialiseDims int
+	// SpecialiseSrcRun is, for box tiles, the most bytes a plan's src runs
+	// may hold for Specialise to hold (0: any): a plan-dependent bound,
+	// applied where the plan is known (SpecialisesPlan), for an item size
+	// whose specialised kernel gains on tiles of short src runs and loses on
+	// long ones.
+	SpecialiseSrcRun int
+}
+
+// SpecialisesPlan reports whether a copy of plan p bound with knobs k gets
+// its specialised kernel when it runs again: k.Specialise, unless p is a
+// box tile whose src runs hold more than k.SpecialiseSrcRun bytes.
+func (k *Knobs) SpecialisesPlan(p *layout.Plan) bool {
+	if !k.Specialise || k.SpecialiseSrcRun == 0 || p.Box == nil {
+		return k.Specialise
+	}
+	return p.Box.Src.RunLen*int64(p.Sig.Itemsize) <= int64(k.SpecialiseSrcRun)
 }
 
 // fitDims clears k.Specialise for a signature of fewer canonical dims than
@@ -207,6 +223,7 @@ var knobTable = [...]struct {
 	{"calcoffsets", func(k *Knobs) int { return b2i(k.CalcOffsets) }, func(k *Knobs, v int) { k.CalcOffsets = v != 0 }},
 	{"loadgrain", func(k *Knobs) int { return k.LoadGrain }, func(k *Knobs, v int) { k.LoadGrain = v }},
 	{"cutfirst", func(k *Knobs) int { return k.CutFirst }, func(k *Knobs, v int) { k.CutFirst = v }},
+	{"specialisesrcrun", func(k *Knobs) int { return k.SpecialiseSrcRun }, func(k *Knobs, v int) { k.SpecialiseSrcRun = v }},
 }
 
 func b2i(b bool) int {

@@ -10,7 +10,8 @@ import (
 )
 
 // TestSpecialiseDims checks the table's specialisation of box tiles: every
-// item size but 12 bytes, 3-byte items only from 3 canonical dims, on the
+// item size (12-byte items by plan: TestSpecialiseSrcRun), 3-byte items
+// only from 3 canonical dims, on the
 // H100/H200 entries and the portable heuristic alike; of vector tiles, the
 // 1x16 and 2x8 ones; and that specialisedims clears Specialise below its
 // count whatever sets it.
@@ -21,7 +22,7 @@ func TestSpecialiseDims(t *testing.T) {
 			want     bool
 		}{
 			{3, 2, false}, {3, 3, true}, {3, 8, true},
-			{1, 2, true}, {4, 2, true}, {12, 3, false}, {12, 7, false},
+			{1, 2, true}, {4, 2, true}, {12, 3, true}, {12, 7, true},
 		} {
 			sig := layout.Signature{Class: layout.ClassBoxTile, NDim: uint8(c.nd), Itemsize: uint8(c.item), Vec: 1}
 			if got := KnobsFor(sig, arch).Specialise; got != c.want {
@@ -208,5 +209,44 @@ func TestTileOrder(t *testing.T) {
 	p := layout.Plan{Sig: layout.Signature{Class: layout.ClassTile}}
 	if got := TileOrder(Knobs{CutFirst: 32 << 20}, &p); got != nil {
 		t.Errorf("a vector tile's plan: order %v, want nil", got)
+	}
+}
+
+// TestSpecialiseSrcRun checks the plan-dependent bound of the table's
+// 12-byte box tiles: a plan whose src runs hold 480 bytes (40 items) or
+// fewer is specialised, one of longer runs is not, on the H200 entries and
+// the portable heuristic alike; other item sizes and plans without a box
+// do not look at the runs; and a knob of 0 bounds nothing.
+func TestSpecialiseSrcRun(t *testing.T) {
+	box := func(item int, run int64) *layout.Plan {
+		g := &tilegeom.BoxGeometry{}
+		g.Src.RunLen = run
+		return &layout.Plan{Sig: layout.Signature{Class: layout.ClassBoxTile, NDim: 4, Itemsize: uint8(item), Vec: 1}, Box: g}
+	}
+	for _, c := range []struct {
+		p    *layout.Plan
+		want bool
+	}{
+		{box(12, 1), true}, {box(12, 40), true}, {box(12, 41), false}, {box(12, 2491), false},
+		{box(8, 2491), true}, {box(16, 2491), true},
+	} {
+		for _, arch := range []int{0, 90} {
+			k := KnobsFor(c.p.Sig, arch)
+			if got := k.SpecialisesPlan(c.p); got != c.want {
+				t.Errorf("sm_%d: %v, src runs of %d: SpecialisesPlan %v, want %v", arch, c.p.Sig, c.p.Box.Src.RunLen, got, c.want)
+			}
+			k.SpecialiseSrcRun = 0
+			if !k.SpecialisesPlan(c.p) {
+				t.Errorf("sm_%d: %v: specialisesrcrun=0 bounds the plan", arch, c.p.Sig)
+			}
+		}
+	}
+	// A plan without a box (a vector tile) is not bounded by the knob.
+	k := Knobs{Specialise: true, SpecialiseSrcRun: 1}
+	if !k.SpecialisesPlan(&layout.Plan{Sig: layout.Signature{Class: layout.ClassTile, NDim: 2, Itemsize: 1, Vec: 16}}) {
+		t.Error("specialisesrcrun bounds a plan without a box")
+	}
+	if k.Specialise = false; k.SpecialisesPlan(box(12, 1)) {
+		t.Error("SpecialisesPlan without Specialise")
 	}
 }

@@ -147,5 +147,5 @@ func specialiseBound(bc *memview.BoundCopy) (ok, settles bool, err error) {
 	if k == nil || k.Kernel == "" {
 		return false, false, nil
 	}
-	return true, k.Knobs.Specialise, bc.Specialise()
+	return true, k.Knobs.SpecialisesPlan(&k.Plan), bc.Specialise()
 }

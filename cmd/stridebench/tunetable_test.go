@@ -210,7 +210,7 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, Pipe: 7, TileBytes: 8, LoadLanes: 9, StoreLanes: 10, ElemStore: true, Siblings: true, GatherWord: 13, Specialise: true, WordStore: 15, TripleStore: 16, SpecialiseDims: 17, OverlapTables: true, CalcOffsets: true, LoadGrain: 20, CutFirst: 21}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, Pipe: 7, TileBytes: 8, LoadLanes: 9, StoreLanes: 10, ElemStore: true, Siblings: true, GatherWord: 13, Specialise: true, WordStore: 15, TripleStore: 16, SpecialiseDims: 17, OverlapTables: true, CalcOffsets: true, LoadGrain: 20, CutFirst: 21, SpecialiseSrcRun: 22}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}

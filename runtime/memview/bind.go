@@ -43,7 +43,7 @@ type binding struct {
 // again notes that the binding serves another copy: the first time, for
 // each of its kernels (a staged peer copy has one a side and chunk shape)
 // whose tuning says a kernel specialised to its plan pays
-// (gen.Knobs.Specialise), it asks the background compiler for one, which
+// (gen.Knobs.SpecialisesPlan), it asks the background compiler for one, which
 // the bound launch switches to when it is ready. It never waits.
 func (b *binding) again() {
 	if b.k != nil && !b.asked.Load() && b.asked.CompareAndSwap(false, true) {
@@ -58,7 +58,7 @@ func (b *binding) again() {
 func (b *binding) specialise(tuned, wait bool) error {
 	for _, k := range b.kernels() {
 		switch {
-		case tuned && !k.Knobs.Specialise:
+		case tuned && !k.Knobs.SpecialisesPlan(&k.Plan):
 		case !wait:
 			k.SpecialiseLater()
 		default:

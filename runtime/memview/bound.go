@@ -140,7 +140,7 @@ func (c *BoundCopy) Specialise() error {
 
 // Settle waits until the copy runs the kernels a repeated copy settles on:
 // it compiles now the specialised kernels that the tuning table says pay
-// (gen.Knobs.Specialise), which CopyFrom's second copy would queue for the
+// (gen.Knobs.SpecialisesPlan), which CopyFrom's second copy would queue for the
 // background compiler. For benchmarks, and for programs that warm up
 // before a loop whose first copies must already run at full speed.
 // Failures are Specialise's.

@@ -312,7 +312,7 @@ func TestGPUPeerSettleStaged(t *testing.T) {
 		}
 		tuned := 0
 		for i, k := range b.kernels() {
-			if k.Knobs.Specialise {
+			if k.Knobs.SpecialisesPlan(&k.Plan) {
 				tuned++
 				if k.Tier() != kernels.TierSpecialised {
 					t.Errorf("kernel %d (%s): %v after Settle", i, k.Kernel, k.Tier())
