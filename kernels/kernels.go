@@ -46,7 +46,7 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 // (0: the portable tuning).
 func archPlanOptions(arch, dstAlign, srcAlign, itemsize int) layout.PlanOptions {
 	b := boxTuning(arch, itemsize)
-	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple}
+	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple, CutSrcRuns: b.cut}
 }
 
 // A PlanOption sets a planner option of a binding (BindInto) beyond the
@@ -75,9 +75,11 @@ func ResetTuning() {
 var tileCache [128][layout.MaxVectorBytes + 1]atomic.Pointer[boxKnobs]
 
 // boxKnobs are the knobs of box tiles of one item size that the planner
-// takes (layout.PlanOptions' TileBytes, LoadGrain and TripleStore).
+// takes (layout.PlanOptions' TileBytes, LoadGrain, TripleStore and
+// CutSrcRuns).
 type boxKnobs struct {
 	tileBytes, grain, triple int
+	cut                      bool
 }
 
 // boxTuning returns the planner's knobs of box tiles of item-byte
@@ -86,7 +88,7 @@ func boxTuning(arch, item int) boxKnobs {
 	item = min(max(item, 1), layout.MaxVectorBytes)
 	look := func() boxKnobs {
 		k := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
-		b := boxKnobs{k.TileBytes, k.LoadGrain, k.TripleStore}
+		b := boxKnobs{k.TileBytes, k.LoadGrain, k.TripleStore, k.CutRuns}
 		if k.LoadGrain != tilegeom.ChunkGrain {
 			b.grain = 0 // words: any other value
 		}

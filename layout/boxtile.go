@@ -500,6 +500,56 @@ func boxGeometry(p *Plan, grain int64) {
 	setBox(p, tilegeom.ChunkGrain, spans)
 }
 
+// cutSrcRuns cuts the src runs of box-tile plan p after fewer of their
+// dims (tilegeom.BoxGeometry.CutSrcRuns), or drops their spans for plain
+// runs, where that takes the element store's shared-memory reads
+// (storeConflicts) to at most half the wavefronts. A src run that spans
+// several dims lays the dims after its first contiguously (a span, as in
+// src), so a dst run along one of them steps by their product of extents
+// (a span: their src stride): 64 bytes in a 2-d uint8 transpose of 64 by a
+// million, 16 of a warp's 32 reads in one bank (storeConflicts 64, where 4
+// is none); 128 bytes in a transpose from rows padded to 128, 32 in one
+// bank. Cut after the dims before it, the runs' slots lie an odd number of
+// words apart. Of the geometries that fit the shared memory, at the plan's
+// grain or at words (the grain the tile was sized at), the one of fewest
+// wavefronts is kept (the plan's grain, then the longest runs, among
+// equals).
+func cutSrcRuns(p *Plan) {
+	g, item := p.Box, int64(p.Sig.Itemsize)
+	var c tilegeom.BoxGeometry
+	c.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, g.Grain, p.Sig.Index64)
+	top := c.Src.NRun // a plain side's run dims: n == top is no cut
+	if !g.Src.Holes {
+		top--
+	}
+	base := storeConflicts(g, &g.W, p.Tile, item)
+	best, at, grain := base, 0, g.Grain
+	for _, gr := range []int64{g.Grain, tilegeom.WordGrain} {
+		for n := top; n >= 1; n-- {
+			if !cutGeometry(&c, p, gr, n) || c.Shared.Total > tilegeom.MaxBoxSharedBytes {
+				continue
+			}
+			if w := storeConflicts(&c, &c.W, p.Tile, item); w < best {
+				best, at, grain = w, n, gr
+			}
+		}
+	}
+	if at > 0 && 2*best <= base {
+		cutGeometry(g, p, grain, at)
+	}
+}
+
+// cutGeometry sets g to p's plain geometry at grain with its src runs cut
+// after n dims (none cut where n is the plain side's run dims), reporting
+// whether the cut could be made.
+func cutGeometry(g *tilegeom.BoxGeometry, p *Plan, grain int64, n int) bool {
+	item := int64(p.Sig.Itemsize)
+	if g.CutSrcRuns(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, grain, p.Sig.Index64, n) {
+		return true
+	}
+	return g.Src.NRun == n // CutSrcRuns left Set's geometry, whose runs have n dims
+}
+
 // setBox sets p.Box to the box tile's geometry at grain, with its src runs
 // as spans (tilegeom.SpanSide) where halves is not 0, that lengthens them,
 // the tile's shared memory stays within bounds and a span takes at most

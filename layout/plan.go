@@ -34,6 +34,12 @@ type PlanOptions struct {
 	// (splitTriples): a tile of 3-byte items whose kernel stores them item
 	// by item is slower than the same tile in bytes.
 	TripleStore int
+	// CutSrcRuns lets a ClassBoxTile plan cut its src runs after fewer of
+	// the dims they span (tilegeom.BoxGeometry.CutSrcRuns) where the step
+	// of a dst run inside the longer run puts the store phase's
+	// shared-memory reads in few banks: at least twice the wavefronts of
+	// the cut (cutSrcRuns). The kernel tuning's CutRuns knob.
+	CutSrcRuns bool
 	// ElemRunBytes is the shortest run, in bytes, contiguous in both views
 	// for which a transposing copy is planned as ClassElementwise; 0 means
 	// the package's ElemRunBytes. For callers whose measurements were made
@@ -299,6 +305,9 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		}
 		p.Box = box
 		boxGeometry(p, int64(opt.LoadGrain))
+		if opt.CutSrcRuns {
+			cutSrcRuns(p)
+		}
 	}
 	return nil
 }

@@ -455,6 +455,34 @@ func (g *BoxGeometry) SetSpans(shape, ds, ss, tile []int64, item, grain int64, i
 	return ok
 }
 
+// CutSrcRuns sets g to Set's geometry with the src runs cut after their
+// first n dims (1 ≤ n < the plain side's NRun): shorter runs, more of
+// them, each slot padded apart as runs are (BoxSrcWeights), so that a dim
+// whose step inside the longer run put a dst run's elements in few
+// shared-memory banks steps by an odd number of words instead. It reports
+// false, leaving g as Set would, where n is out of range or the cut leaves
+// more than MaxRagged ragged dims outside the src runs.
+func (g *BoxGeometry) CutSrcRuns(shape, ds, ss, tile []int64, item, grain int64, index64 bool, n int) bool {
+	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	cut := g.Src
+	if g.Src.Holes || n < 1 || n >= cut.NRun {
+		g.set(shape, ss, tile, item, grain, index64, 0)
+		return false
+	}
+	cut.NRun, cut.RunLen = n, 1
+	for _, k := range cut.Order[:n] {
+		cut.RunLen *= tile[k]
+	}
+	cut.Runs = g.Src.RunLen * g.Src.Runs / cut.RunLen
+	if _, _, ok := BoxRagged(shape, tile, &cut); !ok {
+		g.set(shape, ss, tile, item, grain, index64, 0)
+		return false
+	}
+	g.Src = cut
+	g.set(shape, ss, tile, item, grain, index64, 0)
+	return true
+}
+
 // set is Set's and SetSpans's rest, for sides already set and a span's
 // lowest element lo.
 func (g *BoxGeometry) set(shape, ss, tile []int64, item, grain int64, index64 bool, lo int64) {

@@ -1,0 +1,101 @@
+package kernels
+
+import (
+	"testing"
+
+	"github.com/stridekit/stridekit/internal/layouttest"
+	"github.com/stridekit/stridekit/internal/pairgen"
+	"github.com/stridekit/stridekit/internal/tilegeom"
+	"github.com/stridekit/stridekit/layout"
+)
+
+// TestEmulatedCutRuns copies, on the CPU and in both tiers, box tiles
+// whose src runs the planner cuts (layout.PlanOptions.CutSrcRuns, the
+// cutruns knob): a uint8 2-d transpose of 64 by 1029 (src runs of 64 bytes
+// that continue each other, so the uncut run spans both dims), a float32
+// 6-d permutation whose src run spans three dims, each at both grains, and
+// 8 random pairs whose plans the option changes. Each fixed case must be
+// cut (fewer src run dims than without the option), so the path is known
+// to run.
+func TestEmulatedCutRuns(t *testing.T) {
+	r := emuRand(t, 41)
+	for _, c := range []struct {
+		name       string
+		shape, src []int64
+		item       int
+	}{
+		{"u8 64x1029 transpose", []int64{64, 1029}, []int64{1, 64}, 1},
+		{"f32 6-d permutation", []int64{7, 17, 3, 16, 8, 29}, []int64{2784, 3712, 63104, 1, 16, 128}, 4},
+	} {
+		dst := layouttest.MustNew(t, c.shape, nil, c.item)
+		src := layouttest.MustNew(t, c.shape, c.src, c.item)
+		pair := pairgen.Pair{Kind: c.name, Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
+		for _, g := range []int{tilegeom.WordGrain, tilegeom.ChunkGrain} {
+			set := func(o *layout.PlanOptions) { o.TileBytes, o.LoadGrain = 32<<10, g }
+			plain := planWith(t, pair, set)
+			for _, spec := range []bool{false, true} {
+				p := emuCopyWith(t, r, pair, spec, func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = true })
+				if p.Box == nil || plain.Box == nil || p.Box.Src.NRun >= plain.Box.Src.NRun {
+					t.Fatalf("%s (grain %d): src runs of %v dims, uncut %v: not cut", c.name, g, nruns(p), nruns(plain))
+				}
+			}
+		}
+	}
+	n := 0
+	for tries := 0; n < 8 && tries < emuRandomTries; tries++ {
+		c := pairgen.Random(r, 48<<10)
+		set := func(o *layout.PlanOptions) { o.TileBytes = 16 << 10 }
+		plain := planWith(t, c, set)
+		if plain.Box == nil || plain.Box.Src.NRun < 2 {
+			continue
+		}
+		cut := func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = true }
+		if p := planWith(t, c, cut); p.Box.Src.NRun == plain.Box.Src.NRun {
+			continue
+		}
+		emuCopyWith(t, r, c, n%2 == 1, cut)
+		n++
+	}
+	if n < 8 {
+		t.Errorf("%d random pairs with cut src runs in %d tries, want 8", n, emuRandomTries)
+	}
+}
+
+// planWith plans pair c as emuCopyWith does, with set applied to the
+// options.
+func planWith(t *testing.T, c pairgen.Pair, set func(*layout.PlanOptions)) layout.Plan {
+	t.Helper()
+	opt := PlanOptions(nil, 0x10000+uintptrOf(int(c.DstBase%256)), 0x10000+uintptrOf(int(c.SrcBase%256)), c.Dst.Itemsize())
+	set(&opt)
+	p, err := layout.PlanCopy(c.Dst, c.Src, opt)
+	if err != nil {
+		t.Fatalf("%v: %v", c, err)
+	}
+	return p
+}
+
+// nruns returns the dims of p's src runs, or -1 for a plan without a box.
+func nruns(p layout.Plan) int {
+	if p.Box == nil {
+		return -1
+	}
+	return p.Box.Src.NRun
+}
+
+// TestCutRunsKnob checks that the cutruns knob reaches the planner through
+// the box tuning (STRIDEKIT_KNOBS, as an A/B sets it): off by the table,
+// on where the knob sets it.
+func TestCutRunsKnob(t *testing.T) {
+	t.Cleanup(ResetTuning)
+	ResetTuning()
+	if archPlanOptions(90, 16, 16, 1).CutSrcRuns {
+		t.Error("the table sets cutruns")
+	}
+	t.Setenv("STRIDEKIT_KNOBS", "btile cutruns=1")
+	ResetTuning()
+	for _, item := range []int{1, 4, 12} {
+		if !archPlanOptions(90, 16, 16, item).CutSrcRuns {
+			t.Errorf("item %d: STRIDEKIT_KNOBS='btile cutruns=1' did not reach the plan options", item)
+		}
+	}
+}
