@@ -6,6 +6,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -81,6 +83,7 @@ func emuCopyWith(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, set func
 	if p.Sig.Class == layout.ClassNone || p.Sig.Class == layout.ClassMemcpy {
 		return p
 	}
+	emuBudget(t)
 	src := make([]byte, c.Src.RequiredSizeInBytes())
 	pairgen.Fill(r, src)
 	got := make([]byte, c.Dst.RequiredSizeInBytes())
@@ -120,6 +123,42 @@ func emuCopyWith(t *testing.T, r *rand.Rand, c pairgen.Pair, spec bool, set func
 
 func uintptrOf(mis int) cuda.DevicePtr { return cuda.DevicePtr(mis) }
 
+// emuShortCopies is how many copies an emulated test makes under -short
+// before it stops, skipped and saying so (TestEmulatedKernels, which takes
+// its own samples, aside): each copy runs a kernel compiled by the host's
+// C++ compiler, and the focused tests' cases took about 500 s on 2 cores,
+// where the quick run is meant to take seconds. Their first cases still
+// run; the full suite, which CI runs, runs them all.
+const emuShortCopies = 2
+
+// emuCopies counts each top-level test's emulated copies (emuBudget),
+// from its emuRand.
+var emuCopies struct {
+	sync.Mutex
+	n map[string]int
+}
+
+// emuBudget, called before each emulated kernel (copies that plan as a
+// memcpy or nothing run none and are not counted), skips the rest of the test
+// under -short once it has made emuShortCopies copies.
+func emuBudget(t *testing.T) {
+	t.Helper()
+	name, _, _ := strings.Cut(t.Name(), "/")
+	if !testing.Short() || name == "TestEmulatedKernels" {
+		return
+	}
+	emuCopies.Lock()
+	if emuCopies.n == nil {
+		emuCopies.n = map[string]int{}
+	}
+	emuCopies.n[name]++
+	k := emuCopies.n[name]
+	emuCopies.Unlock()
+	if k > emuShortCopies {
+		t.Skipf("-short: stopped after %d emulated copies (the full suite runs every case)", emuShortCopies)
+	}
+}
+
 // emuRand skips the test where no C++ compiler can run the kernels (fails
 // it under STRIDEKIT_REQUIRE_NVRTC: CI has one, so the test must run there)
 // and returns its random source, seeded by the clock or STRIDEKIT_EMU_SEED
@@ -137,6 +176,9 @@ func emuRand(t *testing.T, stream uint64) *rand.Rand {
 		seed, _ = strconv.ParseUint(s, 10, 64)
 	}
 	t.Logf("seed %d (STRIDEKIT_EMU_SEED=%d replays it)", seed, seed)
+	emuCopies.Lock()
+	delete(emuCopies.n, t.Name()) // a new run of the test (-count) starts its budget again
+	emuCopies.Unlock()
 	return rand.New(rand.NewPCG(seed, stream))
 }
 
