@@ -281,7 +281,7 @@ func TestKnobsLookup(t *testing.T) {
 		if !k.Set(name, i+2) {
 			t.Errorf("Set(%q) = false", name)
 		}
-		flag := name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "calcoffsets" || name == "siblings" || name == "specialise" || name == "cutruns"
+		flag := name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "calcoffsets" || name == "siblings" || name == "specialise"
 		if v, ok := k.Get(name); !ok || (!flag && v != i+2) || (flag && v != 1) {
 			t.Errorf("Get(%q) = %d, %v after Set %d", name, v, ok, i+2)
 		}

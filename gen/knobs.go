@@ -154,10 +154,11 @@ type Knobs struct {
 	// long ones.
 	SpecialiseSrcRun int
 	// CutRuns lets the planner cut a box tile's src runs after fewer dims
-	// where the store phase's shared-memory reads of the longer runs meet
-	// few banks (layout.PlanOptions.CutSrcRuns): a planner knob, as
-	// LoadGrain is; both tiers run the plan it makes.
-	CutRuns bool
+	// where the store phase's shared-memory reads of the longer runs take
+	// at least CutRuns times the wavefronts of the cut (0: never;
+	// layout.PlanOptions.CutSrcRuns): a planner knob, as LoadGrain is; both
+	// tiers run the plan it makes.
+	CutRuns int
 }
 
 // SpecialisesPlan reports whether a copy of plan p bound with knobs k gets
@@ -229,7 +230,7 @@ var knobTable = [...]struct {
 	{"loadgrain", func(k *Knobs) int { return k.LoadGrain }, func(k *Knobs, v int) { k.LoadGrain = v }},
 	{"cutfirst", func(k *Knobs) int { return k.CutFirst }, func(k *Knobs, v int) { k.CutFirst = v }},
 	{"specialisesrcrun", func(k *Knobs) int { return k.SpecialiseSrcRun }, func(k *Knobs, v int) { k.SpecialiseSrcRun = v }},
-	{"cutruns", func(k *Knobs) int { return b2i(k.CutRuns) }, func(k *Knobs, v int) { k.CutRuns = v != 0 }},
+	{"cutruns", func(k *Knobs) int { return k.CutRuns }, func(k *Knobs, v int) { k.CutRuns = v }},
 }
 
 func b2i(b bool) int {

@@ -34,7 +34,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 			set := func(o *layout.PlanOptions) { o.TileBytes, o.LoadGrain = 32<<10, g }
 			plain := planWith(t, pair, set)
 			for _, spec := range []bool{false, true} {
-				p := emuCopyWith(t, r, pair, spec, func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = true })
+				p := emuCopyWith(t, r, pair, spec, func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = 2 })
 				if p.Box == nil || plain.Box == nil || p.Box.Src.NRun >= plain.Box.Src.NRun {
 					t.Fatalf("%s (grain %d): src runs of %v dims, uncut %v: not cut", c.name, g, nruns(p), nruns(plain))
 				}
@@ -49,7 +49,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 		if plain.Box == nil || plain.Box.Src.NRun < 2 {
 			continue
 		}
-		cut := func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = true }
+		cut := func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = 2 }
 		if p := planWith(t, c, cut); p.Box.Src.NRun == plain.Box.Src.NRun {
 			continue
 		}
@@ -88,14 +88,14 @@ func nruns(p layout.Plan) int {
 func TestCutRunsKnob(t *testing.T) {
 	t.Cleanup(ResetTuning)
 	ResetTuning()
-	if archPlanOptions(90, 16, 16, 1).CutSrcRuns {
+	if archPlanOptions(90, 16, 16, 1).CutSrcRuns != 0 {
 		t.Error("the table sets cutruns")
 	}
-	t.Setenv("STRIDEKIT_KNOBS", "btile cutruns=1")
+	t.Setenv("STRIDEKIT_KNOBS", "btile cutruns=3")
 	ResetTuning()
 	for _, item := range []int{1, 4, 12} {
-		if !archPlanOptions(90, 16, 16, item).CutSrcRuns {
-			t.Errorf("item %d: STRIDEKIT_KNOBS='btile cutruns=1' did not reach the plan options", item)
+		if got := archPlanOptions(90, 16, 16, item).CutSrcRuns; got != 3 {
+			t.Errorf("item %d: STRIDEKIT_KNOBS='btile cutruns=3' gave CutSrcRuns %d", item, got)
 		}
 	}
 }

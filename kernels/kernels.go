@@ -78,8 +78,7 @@ var tileCache [128][layout.MaxVectorBytes + 1]atomic.Pointer[boxKnobs]
 // takes (layout.PlanOptions' TileBytes, LoadGrain, TripleStore and
 // CutSrcRuns).
 type boxKnobs struct {
-	tileBytes, grain, triple int
-	cut                      bool
+	tileBytes, grain, triple, cut int
 }
 
 // boxTuning returns the planner's knobs of box tiles of item-byte

@@ -503,7 +503,7 @@ func boxGeometry(p *Plan, grain int64) {
 // cutSrcRuns cuts the src runs of box-tile plan p after fewer of their
 // dims (tilegeom.BoxGeometry.CutSrcRuns), or drops their spans for plain
 // runs, where that takes the element store's shared-memory reads
-// (storeConflicts) to at most half the wavefronts. A src run that spans
+// (storeConflicts) to at most 1/factor of the wavefronts. A src run that spans
 // several dims lays the dims after its first contiguously (a span, as in
 // src), so a dst run along one of them steps by their product of extents
 // (a span: their src stride): 64 bytes in a 2-d uint8 transpose of 64 by a
@@ -514,7 +514,7 @@ func boxGeometry(p *Plan, grain int64) {
 // grain or at words (the grain the tile was sized at), the one of fewest
 // wavefronts is kept (the plan's grain, then the longest runs, among
 // equals).
-func cutSrcRuns(p *Plan) {
+func cutSrcRuns(p *Plan, factor int) {
 	g, item := p.Box, int64(p.Sig.Itemsize)
 	var c tilegeom.BoxGeometry
 	c.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, g.Grain, p.Sig.Index64)
@@ -534,7 +534,7 @@ func cutSrcRuns(p *Plan) {
 			}
 		}
 	}
-	if at > 0 && 2*best <= base {
+	if at > 0 && factor*best <= base {
 		cutGeometry(g, p, grain, at)
 	}
 }

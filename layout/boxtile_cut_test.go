@@ -16,7 +16,7 @@ import (
 // to plain runs; a plan without conflicts is not cut.
 func TestCutSrcRuns(t *testing.T) {
 	opt := PlanOptions{DstAlign: 16, SrcAlign: 16, TileBytes: 32 << 10, LoadGrain: tilegeom.ChunkGrain}
-	plan := func(shape, ds, ss []int64, cut bool) Plan {
+	plan := func(shape, ds, ss []int64, cut int) Plan {
 		dst, err := New(shape, ds, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -35,7 +35,7 @@ func TestCutSrcRuns(t *testing.T) {
 	}
 	conflicts := func(p Plan) int { return storeConflicts(p.Box, &p.Box.W, p.Tile, int64(p.Sig.Itemsize)) }
 	shape, ds, ss := []int64{64, 1051029}, []int64{1051029, 1}, []int64{1, 64}
-	plain, cut := plan(shape, ds, ss, false), plan(shape, ds, ss, true)
+	plain, cut := plan(shape, ds, ss, 0), plan(shape, ds, ss, 2)
 	if plain.Box.Src.NRun != 2 || conflicts(plain) != 64 {
 		t.Fatalf("uncut: src runs of %d dims, %d wavefronts; want 2 and 64", plain.Box.Src.NRun, conflicts(plain))
 	}
@@ -50,7 +50,7 @@ func TestCutSrcRuns(t *testing.T) {
 	// taken as spans of both dims (the holes are the padding), so a dst
 	// run steps 128 bytes, 32 reads a bank; plain runs have none.
 	sh, d, s := []int64{100, 1001}, []int64{1001, 1}, []int64{1, 128}
-	plain, cut = plan(sh, d, s, false), plan(sh, d, s, true)
+	plain, cut = plan(sh, d, s, 0), plan(sh, d, s, 2)
 	if !plain.Box.Src.Holes || conflicts(plain) != 128 {
 		t.Fatalf("padded rows, uncut: spans %v, %d wavefronts; want spans, 128", plain.Box.Src.Holes, conflicts(plain))
 	}
@@ -59,7 +59,7 @@ func TestCutSrcRuns(t *testing.T) {
 	}
 	// A 3-d permutation whose reads meet no conflicts is not cut.
 	sh, d, s = []int64{40, 50, 60}, []int64{3000, 60, 1}, []int64{60, 1, 2000}
-	if a, b := plan(sh, d, s, false), plan(sh, d, s, true); conflicts(a) > 8 || *a.Box != *b.Box {
+	if a, b := plan(sh, d, s, 0), plan(sh, d, s, 2); conflicts(a) > 8 || *a.Box != *b.Box {
 		t.Errorf("3-d permutation: %d wavefronts; the option changed the geometry: %v", conflicts(a), *a.Box != *b.Box)
 	}
 }

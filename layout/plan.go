@@ -37,9 +37,10 @@ type PlanOptions struct {
 	// CutSrcRuns lets a ClassBoxTile plan cut its src runs after fewer of
 	// the dims they span (tilegeom.BoxGeometry.CutSrcRuns) where the step
 	// of a dst run inside the longer run puts the store phase's
-	// shared-memory reads in few banks: at least twice the wavefronts of
-	// the cut (cutSrcRuns). The kernel tuning's CutRuns knob.
-	CutSrcRuns bool
+	// shared-memory reads in few banks: where they take at least
+	// CutSrcRuns times the wavefronts of the cut (cutSrcRuns; 0: never).
+	// The kernel tuning's CutRuns knob.
+	CutSrcRuns int
 	// ElemRunBytes is the shortest run, in bytes, contiguous in both views
 	// for which a transposing copy is planned as ClassElementwise; 0 means
 	// the package's ElemRunBytes. For callers whose measurements were made
@@ -242,6 +243,9 @@ func checkPair(dst, src Layout, opt PlanOptions) error {
 	if opt.TileBytes < 0 {
 		return fmt.Errorf("%w: PlanOptions.TileBytes = %d is negative", ErrOption, opt.TileBytes)
 	}
+	if opt.CutSrcRuns < 0 {
+		return fmt.Errorf("%w: PlanOptions.CutSrcRuns = %d is negative", ErrOption, opt.CutSrcRuns)
+	}
 	if opt.ElemRunBytes < 0 {
 		return fmt.Errorf("%w: PlanOptions.ElemRunBytes = %d is negative", ErrOption, opt.ElemRunBytes)
 	}
@@ -305,8 +309,8 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		}
 		p.Box = box
 		boxGeometry(p, int64(opt.LoadGrain))
-		if opt.CutSrcRuns {
-			cutSrcRuns(p)
+		if opt.CutSrcRuns > 0 {
+			cutSrcRuns(p, int(opt.CutSrcRuns))
 		}
 	}
 	return nil

@@ -182,6 +182,7 @@ func TestPlanCopyErrors(t *testing.T) {
 		{"src alignment negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{SrcAlign: -4}, layout.ErrAlignment, []string{"SrcAlign = -4"}},
 		{"tile bytes negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{TileBytes: -1}, layout.ErrOption, []string{"TileBytes = -1"}},
 		{"elem run bytes negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{ElemRunBytes: -5}, layout.ErrOption, []string{"ElemRunBytes = -5"}},
+		{"cut src runs negative", n(layouttest.S64(4), nil, 4), n(layouttest.S64(4), nil, 4), layout.PlanOptions{CutSrcRuns: -2}, layout.ErrOption, []string{"CutSrcRuns = -2"}},
 		{"zero layouts", layout.Layout{}, layout.Layout{}, layout.PlanOptions{}, layout.ErrItemsize, []string{"itemsize 0"}},
 	}
 	for _, c := range cases {

@@ -210,13 +210,13 @@ func TestKnobNames(t *testing.T) {
 			t.Errorf("Set(%q) = false", name)
 		}
 	}
-	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, Pipe: 7, TileBytes: 8, LoadLanes: 9, StoreLanes: 10, ElemStore: true, Siblings: true, GatherWord: 13, Specialise: true, WordStore: 15, TripleStore: 16, SpecialiseDims: 17, OverlapTables: true, CalcOffsets: true, LoadGrain: 20, CutFirst: 21, SpecialiseSrcRun: 22, CutRuns: true}
+	want := gen.Knobs{Threads: 1, Rows: 2, Unroll: 3, BlockBytes: 4, WordCols: true, StageStores: true, Pipe: 7, TileBytes: 8, LoadLanes: 9, StoreLanes: 10, ElemStore: true, Siblings: true, GatherWord: 13, Specialise: true, WordStore: 15, TripleStore: 16, SpecialiseDims: 17, OverlapTables: true, CalcOffsets: true, LoadGrain: 20, CutFirst: 21, SpecialiseSrcRun: 22, CutRuns: 23}
 	if k != want {
 		t.Errorf("Set: %+v, want %+v", k, want)
 	}
 	for i, name := range gen.KnobNames() {
 		v := i + 1
-		if name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "calcoffsets" || name == "siblings" || name == "specialise" || name == "cutruns" {
+		if name == "wordcols" || name == "stagestores" || name == "elemstore" || name == "overlaptables" || name == "calcoffsets" || name == "siblings" || name == "specialise" {
 			v = 1
 		}
 		if got := knobValue(k, name); got != v {
