@@ -503,9 +503,9 @@ func boxGeometry(p *Plan, grain int64) {
 // cutSrcRuns cuts the src runs of box-tile plan p after fewer of their
 // dims (tilegeom.BoxGeometry.CutSrcRuns), or drops their spans for plain
 // runs, where that takes the element store's shared-memory reads
-// (storeConflicts) to at most 1/factor of the wavefronts. A src run that spans
-// several dims lays the dims after its first contiguously (a span, as in
-// src), so a dst run along one of them steps by their product of extents
+// (storeConflicts) to at most 1/factor of the wavefronts. A src run that
+// spans several dims lays the dims after its first contiguously (a span,
+// as in src), so a dst run along one of them steps by their product of extents
 // (a span: their src stride): 64 bytes in a 2-d uint8 transpose of 64 by a
 // million, 16 of a warp's 32 reads in one bank (storeConflicts 64, where 4
 // is none); 128 bytes in a transpose from rows padded to 128, 32 in one
@@ -516,14 +516,14 @@ func boxGeometry(p *Plan, grain int64) {
 // equals).
 func cutSrcRuns(p *Plan, factor int) {
 	g, item := p.Box, int64(p.Sig.Itemsize)
-	var c tilegeom.BoxGeometry
-	c.Set(p.Shape, p.DstStrides, p.SrcStrides, p.Tile, item, g.Grain, p.Sig.Index64)
-	top := c.Src.NRun // a plain side's run dims: n == top is no cut
+	plain, _ := tilegeom.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+	top := plain.NRun // a plain side's run dims: n == top is no cut
 	if !g.Src.Holes {
 		top--
 	}
 	base := storeConflicts(g, &g.W, p.Tile, item)
 	best, at, grain := base, 0, g.Grain
+	var c tilegeom.BoxGeometry
 	for _, gr := range []int64{g.Grain, tilegeom.WordGrain} {
 		for n := top; n >= 1; n-- {
 			if !cutGeometry(&c, p, gr, n) || c.Shared.Total > tilegeom.MaxBoxSharedBytes {

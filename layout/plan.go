@@ -310,7 +310,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		p.Box = box
 		boxGeometry(p, int64(opt.LoadGrain))
 		if opt.CutSrcRuns > 0 {
-			cutSrcRuns(p, int(opt.CutSrcRuns))
+			cutSrcRuns(p, opt.CutSrcRuns)
 		}
 	}
 	return nil

@@ -464,23 +464,20 @@ func (g *BoxGeometry) SetSpans(shape, ds, ss, tile []int64, item, grain int64, i
 // more than MaxRagged ragged dims outside the src runs.
 func (g *BoxGeometry) CutSrcRuns(shape, ds, ss, tile []int64, item, grain int64, index64 bool, n int) bool {
 	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
-	cut := g.Src
-	if g.Src.Holes || n < 1 || n >= cut.NRun {
-		g.set(shape, ss, tile, item, grain, index64, 0)
-		return false
+	ok := n >= 1 && n < g.Src.NRun
+	if ok {
+		cut := g.Src
+		cut.NRun, cut.RunLen = n, 1
+		for _, k := range cut.Order[:n] {
+			cut.RunLen *= tile[k]
+		}
+		cut.Runs = g.Src.RunLen * g.Src.Runs / cut.RunLen
+		if _, _, ok = BoxRagged(shape, tile, &cut); ok {
+			g.Src = cut
+		}
 	}
-	cut.NRun, cut.RunLen = n, 1
-	for _, k := range cut.Order[:n] {
-		cut.RunLen *= tile[k]
-	}
-	cut.Runs = g.Src.RunLen * g.Src.Runs / cut.RunLen
-	if _, _, ok := BoxRagged(shape, tile, &cut); !ok {
-		g.set(shape, ss, tile, item, grain, index64, 0)
-		return false
-	}
-	g.Src = cut
 	g.set(shape, ss, tile, item, grain, index64, 0)
-	return true
+	return ok
 }
 
 // set is Set's and SetSpans's rest, for sides already set and a span's
