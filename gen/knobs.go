@@ -154,8 +154,9 @@ type Knobs struct {
 	// long ones.
 	SpecialiseSrcRun int
 	// CutRuns lets the planner cut a box tile's src runs after fewer dims
-	// where the store phase's shared-memory reads of the longer runs take
-	// at least CutRuns times the wavefronts of the cut (0: never;
+	// where that at least halves the wavefronts of the store phase's
+	// shared-memory reads and leaves src runs of CutRuns bytes or more
+	// (any length where the reads are 16-way conflicted; 0: never;
 	// layout.PlanOptions.CutSrcRuns): a planner knob, as LoadGrain is; both
 	// tiers run the plan it makes.
 	CutRuns int

@@ -14,7 +14,8 @@ import (
 // cutruns knob): a uint8 2-d transpose of 64 by 1029 (src runs of 64 bytes
 // that continue each other, so the uncut run spans both dims), a float32
 // 6-d permutation whose src run spans three dims, each at both grains, and
-// 8 random pairs whose plans the option changes. Each fixed case must be
+// 8 random pairs whose plans the option changes (CutSrcRuns 2 against 0,
+// whatever the table sets). Each fixed case must be
 // cut (fewer src run dims than without the option), so the path is known
 // to run.
 func TestEmulatedCutRuns(t *testing.T) {
@@ -31,7 +32,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 		src := layouttest.MustNew(t, c.shape, c.src, c.item)
 		pair := pairgen.Pair{Kind: c.name, Dst: dst, Src: src, DstBuf: dst.RequiredSizeInBytes(), SrcBuf: src.RequiredSizeInBytes()}
 		for _, g := range []int{tilegeom.WordGrain, tilegeom.ChunkGrain} {
-			set := func(o *layout.PlanOptions) { o.TileBytes, o.LoadGrain = 32<<10, g }
+			set := func(o *layout.PlanOptions) { o.TileBytes, o.LoadGrain, o.CutSrcRuns = 32<<10, g, 0 }
 			plain := planWith(t, pair, set)
 			for _, spec := range []bool{false, true} {
 				p := emuCopyWith(t, r, pair, spec, func(o *layout.PlanOptions) { set(o); o.CutSrcRuns = 2 })
@@ -44,7 +45,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 	n := 0
 	for tries := 0; n < 8 && tries < emuRandomTries; tries++ {
 		c := pairgen.Random(r, 48<<10)
-		set := func(o *layout.PlanOptions) { o.TileBytes = 16 << 10 }
+		set := func(o *layout.PlanOptions) { o.TileBytes, o.CutSrcRuns = 16<<10, 0 }
 		plain := planWith(t, c, set)
 		if plain.Box == nil || plain.Box.Src.NRun < 2 {
 			continue
@@ -83,13 +84,15 @@ func nruns(p layout.Plan) int {
 }
 
 // TestCutRunsKnob checks that the cutruns knob reaches the planner through
-// the box tuning (STRIDEKIT_KNOBS, as an A/B sets it): off by the table,
-// on where the knob sets it.
+// the box tuning (STRIDEKIT_KNOBS, as an A/B sets it): the table's 192
+// bytes for every item size, the knob's value where it sets one.
 func TestCutRunsKnob(t *testing.T) {
 	t.Cleanup(ResetTuning)
 	ResetTuning()
-	if archPlanOptions(90, 16, 16, 1).CutSrcRuns != 0 {
-		t.Error("the table sets cutruns")
+	for _, item := range []int{1, 3, 12, 16} {
+		if got := archPlanOptions(90, 16, 16, item).CutSrcRuns; got != 192 {
+			t.Errorf("item %d: the table's CutSrcRuns is %d, want 192", item, got)
+		}
 	}
 	t.Setenv("STRIDEKIT_KNOBS", "btile cutruns=3")
 	ResetTuning()

@@ -37,9 +37,10 @@ type PlanOptions struct {
 	// CutSrcRuns lets a ClassBoxTile plan cut its src runs after fewer of
 	// the dims they span (tilegeom.BoxGeometry.CutSrcRuns) where the step
 	// of a dst run inside the longer run puts the store phase's
-	// shared-memory reads in few banks: where they take at least
-	// CutSrcRuns times the wavefronts of the cut (cutSrcRuns; 0: never).
-	// The kernel tuning's CutRuns knob.
+	// shared-memory reads in few banks: where the cut at least halves
+	// their wavefronts and leaves src runs of at least CutSrcRuns bytes
+	// (any length where the reads are 16-way conflicted; cutSrcRuns; 0:
+	// never). The kernel tuning's CutRuns knob.
 	CutSrcRuns int
 	// ElemRunBytes is the shortest run, in bytes, contiguous in both views
 	// for which a transposing copy is planned as ClassElementwise; 0 means
