@@ -11,7 +11,7 @@ import (
 
 // TestEmulatedCutRuns copies, on the CPU and in both tiers, box tiles
 // whose src runs the planner cuts (layout.PlanOptions.CutSrcRuns, the
-// cutruns knob): a uint8 2-d transpose of 64 by 1029 (src runs of 64 bytes
+// cutruns knob): a uint8 2-d transpose of 64 by 16411 (src runs of 64 bytes
 // that continue each other, so the uncut run spans both dims), a float32
 // 6-d permutation whose src run spans three dims, each at both grains, and
 // 8 random pairs whose plans the option changes (CutSrcRuns 2 against 0,
@@ -25,7 +25,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 		shape, src []int64
 		item       int
 	}{
-		{"u8 64x1029 transpose", []int64{64, 1029}, []int64{1, 64}, 1},
+		{"u8 64x16411 transpose", []int64{64, 16411}, []int64{1, 64}, 1},
 		{"f32 6-d permutation", []int64{7, 17, 3, 16, 8, 29}, []int64{2784, 3712, 63104, 1, 16, 128}, 4},
 	} {
 		dst := layouttest.MustNew(t, c.shape, nil, c.item)
@@ -44,7 +44,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 	}
 	n := 0
 	for tries := 0; n < 8 && tries < emuRandomTries; tries++ {
-		c := pairgen.Random(r, 48<<10)
+		c := pairgen.Random(r, 8<<20) // copies up to 2 MiB: the planner cuts those of 1 MiB or more
 		set := func(o *layout.PlanOptions) { o.TileBytes, o.CutSrcRuns = 16<<10, 0 }
 		plain := planWith(t, c, set)
 		if plain.Box == nil || plain.Box.Src.NRun < 2 {

@@ -1,6 +1,10 @@
 package layout
 
-import "github.com/stridekit/stridekit/internal/tilegeom"
+import (
+	"sync"
+
+	"github.com/stridekit/stridekit/internal/tilegeom"
+)
 
 // The box tile's geometry (its sides, runs, shared-memory layout and ragged
 // dims) is in internal/tilegeom, shared with the kernel generator; the
@@ -524,19 +528,34 @@ func boxGeometry(p *Plan, grain int64) {
 // faster); those leaving runs of 192 bytes or more ran 0.98-1.70 times.
 func cutSrcRuns(p *Plan, minRun int) {
 	g, item := p.Box, int64(p.Sig.Itemsize)
+	if g.Src.NRun < 2 && !g.Src.Holes {
+		return // runs of one dim: nothing to cut
+	}
+	base := storeConflicts(g, &g.W, p.Tile, item)
+	free := freeWavefronts(min(g.Dst.RunLen, 32), item)
+	if base < 2*free {
+		return // no cut can halve the wavefronts (most plans: this keeps planning cheap)
+	}
+	short := base >= cutDegree*free // any run length will do
 	plain, _ := tilegeom.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
 	top := plain.NRun // a plain side's run dims: n == top is no cut
 	if !g.Src.Holes {
 		top--
 	}
-	base := storeConflicts(g, &g.W, p.Tile, item)
-	short := base >= cutDegree*freeWavefronts(min(g.Dst.RunLen, 32), item) // any run length will do
+	var runLen [MaxBoxNDim + 1]int64 // the src run's elements cut after n dims
+	runLen[0] = 1
+	for n, k := range plain.Order[:top] {
+		runLen[n+1] = runLen[n] * p.Tile[k]
+	}
+	grains := []int64{g.Grain, tilegeom.WordGrain}
+	if g.Grain == tilegeom.WordGrain {
+		grains = grains[:1]
+	}
 	best, at, grain := base, 0, g.Grain
 	var c tilegeom.BoxGeometry
-	for _, gr := range []int64{g.Grain, tilegeom.WordGrain} {
-		for n := top; n >= 1; n-- {
-			if !cutGeometry(&c, p, gr, n) || c.Shared.Total > tilegeom.MaxBoxSharedBytes ||
-				!short && c.Src.RunLen*item < int64(minRun) {
+	for _, gr := range grains {
+		for n := top; n >= 1 && (short || runLen[n]*item >= int64(minRun)); n-- {
+			if !cutGeometry(&c, p, gr, n) || c.Shared.Total > tilegeom.MaxBoxSharedBytes {
 				continue
 			}
 			if w := storeConflicts(&c, &c.W, p.Tile, item); w < best {
@@ -634,8 +653,30 @@ const cutDegree = 16
 
 // freeWavefronts returns the wavefronts of storeConflicts for n elements
 // of item bytes at consecutive slots, summed over the four phases: the
-// fewest a warp's reads of a dst run can take.
+// fewest a warp's reads of a dst run can take. Looked up in a table built
+// on first use: planning asks for it on every box tile.
 func freeWavefronts(n, item int64) int {
+	if n < 0 || n > 32 || item < 1 || item > MaxVectorBytes {
+		return countFreeWavefronts(n, item)
+	}
+	return int(freeTable()[n][item])
+}
+
+// freeTable holds countFreeWavefronts for runs of 0 to 32 elements of 1 to
+// MaxVectorBytes bytes.
+var freeTable = sync.OnceValue(func() *[33][MaxVectorBytes + 1]int16 {
+	var t [33][MaxVectorBytes + 1]int16
+	for n := range int64(33) {
+		for item := int64(1); item <= MaxVectorBytes; item++ {
+			t[n][item] = int16(countFreeWavefronts(n, item))
+		}
+	}
+	return &t
+})
+
+// countFreeWavefronts computes freeWavefronts.
+func countFreeWavefronts(n, item int64) int {
+	n = min(max(n, 0), 32)
 	var off [32]int64
 	for i := range n {
 		off[i] = i * item

@@ -14,8 +14,8 @@ import (
 // dim, the runs' slots lie an odd number of words apart (4). The tile and
 // the copy's other fields stay; it is cut at the table's least run of 192
 // bytes too, its conflicts being 16-way. Spans whose dst step is 128 bytes
-// give way to plain runs; a plan without conflicts is not cut. The run
-// bound is checked by TestCutSrcRunsShort.
+// give way to plain runs; a plan without conflicts is not cut, nor a copy
+// under 1 MiB. The run bound is checked by TestCutSrcRunsShort.
 func TestCutSrcRuns(t *testing.T) {
 	plan := func(shape, ds, ss []int64, cut int) Plan { return cutPlan(t, shape, ds, ss, 1, cut) }
 	conflicts := func(p Plan) int { return storeConflicts(p.Box, &p.Box.W, p.Tile, int64(p.Sig.Itemsize)) }
@@ -37,7 +37,7 @@ func TestCutSrcRuns(t *testing.T) {
 	// A transpose from rows padded to 128 bytes: src runs of 100 bytes
 	// taken as spans of both dims (the holes are the padding), so a dst
 	// run steps 128 bytes, 32 reads a bank; plain runs have none.
-	sh, d, s := []int64{100, 1001}, []int64{1001, 1}, []int64{1, 128}
+	sh, d, s := []int64{100, 10501}, []int64{10501, 1}, []int64{1, 128}
 	plain, cut = plan(sh, d, s, 0), plan(sh, d, s, 2)
 	if !plain.Box.Src.Holes || conflicts(plain) != 128 {
 		t.Fatalf("padded rows, uncut: spans %v, %d wavefronts; want spans, 128", plain.Box.Src.Holes, conflicts(plain))
@@ -46,9 +46,15 @@ func TestCutSrcRuns(t *testing.T) {
 		t.Errorf("padded rows, cut: spans %v, %d wavefronts; want plain runs, at most 8", cut.Box.Src.Holes, conflicts(cut))
 	}
 	// A 3-d permutation whose reads meet no conflicts is not cut.
-	sh, d, s = []int64{40, 50, 60}, []int64{3000, 60, 1}, []int64{60, 1, 2000}
+	sh, d, s = []int64{80, 100, 150}, []int64{15000, 150, 1}, []int64{150, 1, 15000}
 	if a, b := plan(sh, d, s, 0), plan(sh, d, s, 2); conflicts(a) > 8 || *a.Box != *b.Box {
 		t.Errorf("3-d permutation: %d wavefronts; the option changed the geometry: %v", conflicts(a), *a.Box != *b.Box)
+	}
+	// A copy under 1 MiB (the 64 by 1029 transpose: 66 KB) is not cut:
+	// its time is its launch's.
+	sh, d, s = []int64{64, 1029}, []int64{1029, 1}, []int64{1, 64}
+	if a, b := plan(sh, d, s, 0), plan(sh, d, s, 2); conflicts(a) != 64 || *a.Box != *b.Box {
+		t.Errorf("small transpose: %d wavefronts (want 64); the option changed the geometry: %v", conflicts(a), *a.Box != *b.Box)
 	}
 }
 

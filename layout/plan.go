@@ -40,7 +40,9 @@ type PlanOptions struct {
 	// shared-memory reads in few banks: where the cut at least halves
 	// their wavefronts and leaves src runs of at least CutSrcRuns bytes
 	// (any length where the reads are 16-way conflicted; cutSrcRuns; 0:
-	// never). The kernel tuning's CutRuns knob.
+	// never), in copies of 1 MiB or more: below, a copy's time is its
+	// launch's, and weighing the cuts would double its planning time. The
+	// kernel tuning's CutRuns knob.
 	CutSrcRuns int
 	// ElemRunBytes is the shortest run, in bytes, contiguous in both views
 	// for which a transposing copy is planned as ClassElementwise; 0 means
@@ -310,7 +312,7 @@ func planCopy(p *Plan, dst, src Layout, opt PlanOptions) error {
 		}
 		p.Box = box
 		boxGeometry(p, int64(opt.LoadGrain))
-		if opt.CutSrcRuns > 0 {
+		if opt.CutSrcRuns > 0 && !smallCopy(p.Shape, int64(p.Sig.Itemsize)) {
 			cutSrcRuns(p, opt.CutSrcRuns)
 		}
 	}
