@@ -515,13 +515,15 @@ func putPinned(cfg copyConfig, dev *cuda.Device, b *cuda.Buffer) {
 		return
 	}
 	pinned.mu.Lock()
-	defer pinned.mu.Unlock()
 	if pinned.free == nil {
 		pinned.free = map[*cuda.Device][]*cuda.Buffer{}
 	}
-	if len(pinned.free[dev]) >= maxPooled {
-		b.Close()
-		return
+	full := len(pinned.free[dev]) >= maxPooled
+	if !full {
+		pinned.free[dev] = append(pinned.free[dev], b)
 	}
-	pinned.free[dev] = append(pinned.free[dev], b)
+	pinned.mu.Unlock()
+	if full {
+		b.Close() // outside the lock: freeing pinned memory may wait for the device
+	}
 }
