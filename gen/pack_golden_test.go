@@ -21,18 +21,38 @@ import (
 // go test ./gen -run PackGolden -update, and says so. The same copies
 // planned with layout.PlanOptions.Gather have a hash of their own.
 func TestPackGolden(t *testing.T) {
-	golden(t, "pack10k.sha256", packHash(false))
+	golden(t, "pack10k.sha256", packHash(false, false))
 }
 
 // TestPackGoldenGather is TestPackGolden for the same copies planned as
 // gathers (the peer path's plans).
 func TestPackGoldenGather(t *testing.T) {
-	golden(t, "gather10k.sha256", packHash(true))
+	golden(t, "gather10k.sha256", packHash(false, true))
+}
+
+// TestPackGoldenTable is TestPackGolden for the same copies planned with
+// the box-tile options the tuning table gives the planner on a Hopper
+// (tableBoxOptions: tile size, load grain, triple stores, src-run cuts),
+// as runtime/memview plans them: the plans that run, pinned.
+func TestPackGoldenTable(t *testing.T) {
+	golden(t, "table10k.sha256", packHash(true, false))
+}
+
+// tableBoxOptions sets o's box-tile options to the tuning table's for
+// items of item bytes on arch, as kernels.PlanOptions does.
+func tableBoxOptions(o *layout.PlanOptions, item, arch int) {
+	item = min(max(item, 1), layout.MaxVectorBytes)
+	k := KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
+	o.TileBytes, o.LoadGrain, o.TripleStore, o.CutSrcRuns = k.TileBytes, k.LoadGrain, k.TripleStore, k.CutRuns
+	if k.LoadGrain != 16 {
+		o.LoadGrain = 0
+	}
 }
 
 // packHash returns TestPackGolden's hash of the 10,000 copies, planned
-// with PlanOptions.Gather set to gather.
-func packHash(gather bool) []byte {
+// with the table's box options where table is set and PlanOptions.Gather
+// set to gather.
+func packHash(table, gather bool) []byte {
 	r := rand.New(rand.NewPCG(15, 10000))
 	aligns := []int{1, 2, 4, 8, 16, 256}
 	h := sha256.New()
@@ -41,6 +61,9 @@ func packHash(gather bool) []byte {
 	for range 10000 {
 		c := pairgen.Random(r, 256<<20)
 		opt := layout.PlanOptions{DstAlign: aligns[r.IntN(len(aligns))], SrcAlign: aligns[r.IntN(len(aligns))], Gather: gather}
+		if table {
+			tableBoxOptions(&opt, c.Dst.Itemsize(), 90)
+		}
 		if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
 			fmt.Fprintf(h, "plan error %v\n", err)
 			continue
