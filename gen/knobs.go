@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-
 	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 )
 
@@ -365,6 +365,22 @@ func loadTuning() error {
 func TuningSource() string {
 	loadTuning()
 	return tuning.source
+}
+
+// BoxPlanOptions returns the planner options the tuning table gives box
+// tiles of item-byte elements on arch (TileBytes, LoadGrain, TripleStore
+// and CutSrcRuns, from the knobs of the box-tile signature of that item
+// size; the alignments are left for the caller): the options a copy on
+// that device is planned with, for kernels and for tests that pin those
+// plans.
+func BoxPlanOptions(item, arch int) layout.PlanOptions {
+	item = min(max(item, 1), layout.MaxVectorBytes)
+	k := KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
+	o := layout.PlanOptions{TileBytes: k.TileBytes, LoadGrain: k.LoadGrain, TripleStore: k.TripleStore, CutSrcRuns: k.CutRuns}
+	if k.LoadGrain != tilegeom.ChunkGrain {
+		o.LoadGrain = 0 // words: any other value
+	}
+	return o
 }
 
 // KnobsFor returns the knobs of the kernel for sig on a device of compute

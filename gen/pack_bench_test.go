@@ -1,6 +1,7 @@
 package gen_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -111,13 +112,51 @@ func BenchmarkPlanPackRandom(b *testing.B) {
 	}
 }
 
-// randomPlans returns n random pairs (fixed seed) that plan as class.
+// BenchmarkPlanPackTable is BenchmarkPlanPackRandom's box tiles planned
+// with the tuning table's box options on a Hopper (gen.BoxPlanOptions, as
+// kernels plans them: the src-run cuts included), for pairs of views up to
+// 64 MiB and up to 16 KiB (the planner weighs cuts only for copies of 1
+// MiB or more).
+func BenchmarkPlanPackTable(b *testing.B) {
+	for _, size := range []int64{64 << 20, 16 << 10} {
+		b.Run(fmt.Sprintf("btile-%dKiB", size>>10), func(b *testing.B) {
+			pairs := randomPlansOf(b, layout.ClassBoxTile, 256, size)
+			opts := make([]layout.PlanOptions, len(pairs))
+			for i, c := range pairs {
+				opts[i] = gen.BoxPlanOptions(c.Dst.Itemsize(), 90)
+				opts[i].DstAlign, opts[i].SrcAlign = 16, 16
+			}
+			var p layout.Plan
+			buf := make([]byte, 1<<16)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				c, o := pairs[i%len(pairs)], opts[i%len(pairs)]
+				i++
+				if err := layout.PlanCopyInto(&p, c.Dst, c.Src, o); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := gen.Pack(p.Sig, gen.KnobsFor(p.Sig, 90), &p, 132, buf); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// randomPlans returns n random pairs (fixed seed) of views up to 64 MiB
+// that plan as class.
 func randomPlans(b *testing.B, class layout.Class, n int) []pairgen.Pair {
+	return randomPlansOf(b, class, n, 64<<20)
+}
+
+// randomPlansOf is randomPlans for views of up to size bytes.
+func randomPlansOf(b *testing.B, class layout.Class, n int, size int64) []pairgen.Pair {
 	r := rand.New(rand.NewPCG(29, uint64(class)))
 	var out []pairgen.Pair
 	var p layout.Plan
 	for tries := 0; len(out) < n && tries < 1000*n; tries++ {
-		c := pairgen.Random(r, 64<<20)
+		c := pairgen.Random(r, size)
 		if layout.PlanCopyInto(&p, c.Dst, c.Src, layout.PlanOptions{DstAlign: 16, SrcAlign: 16}) == nil && p.Sig.Class == class {
 			out = append(out, c)
 		}

@@ -32,21 +32,10 @@ func TestPackGoldenGather(t *testing.T) {
 
 // TestPackGoldenTable is TestPackGolden for the same copies planned with
 // the box-tile options the tuning table gives the planner on a Hopper
-// (tableBoxOptions: tile size, load grain, triple stores, src-run cuts),
+// (BoxPlanOptions: tile size, load grain, triple stores, src-run cuts),
 // as runtime/memview plans them: the plans that run, pinned.
 func TestPackGoldenTable(t *testing.T) {
 	golden(t, "table10k.sha256", packHash(true, false))
-}
-
-// tableBoxOptions sets o's box-tile options to the tuning table's for
-// items of item bytes on arch, as kernels.PlanOptions does.
-func tableBoxOptions(o *layout.PlanOptions, item, arch int) {
-	item = min(max(item, 1), layout.MaxVectorBytes)
-	k := KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
-	o.TileBytes, o.LoadGrain, o.TripleStore, o.CutSrcRuns = k.TileBytes, k.LoadGrain, k.TripleStore, k.CutRuns
-	if k.LoadGrain != 16 {
-		o.LoadGrain = 0
-	}
 }
 
 // packHash returns TestPackGolden's hash of the 10,000 copies, planned
@@ -62,7 +51,8 @@ func packHash(table, gather bool) []byte {
 		c := pairgen.Random(r, 256<<20)
 		opt := layout.PlanOptions{DstAlign: aligns[r.IntN(len(aligns))], SrcAlign: aligns[r.IntN(len(aligns))], Gather: gather}
 		if table {
-			tableBoxOptions(&opt, c.Dst.Itemsize(), 90)
+			b := BoxPlanOptions(c.Dst.Itemsize(), 90)
+			opt.TileBytes, opt.LoadGrain, opt.TripleStore, opt.CutSrcRuns = b.TileBytes, b.LoadGrain, b.TripleStore, b.CutSrcRuns
 		}
 		if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
 			fmt.Fprintf(h, "plan error %v\n", err)

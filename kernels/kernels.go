@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 
 	"github.com/stridekit/stridekit/gen"
-	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
 	"github.com/stridekit/stridekit/runtime/cuda"
 )
@@ -45,8 +44,9 @@ func planOptions(dev *cuda.Device, dstAlign, srcAlign, itemsize int) layout.Plan
 // archPlanOptions is planOptions for a device of compute capability arch
 // (0: the portable tuning).
 func archPlanOptions(arch, dstAlign, srcAlign, itemsize int) layout.PlanOptions {
-	b := boxTuning(arch, itemsize)
-	return layout.PlanOptions{DstAlign: dstAlign, SrcAlign: srcAlign, TileBytes: b.tileBytes, LoadGrain: b.grain, TripleStore: b.triple, CutSrcRuns: b.cut}
+	o := boxTuning(arch, itemsize)
+	o.DstAlign, o.SrcAlign = dstAlign, srcAlign
+	return o
 }
 
 // A PlanOption sets a planner option of a binding (BindInto) beyond the
@@ -72,27 +72,13 @@ func ResetTuning() {
 // tileCache memoises the box tile's planner knobs by architecture (below
 // 128) and item size (1..16); nil means not yet looked up. KnobsFor walks
 // the tuning table, too slow for every plan.
-var tileCache [128][layout.MaxVectorBytes + 1]atomic.Pointer[boxKnobs]
+var tileCache [128][layout.MaxVectorBytes + 1]atomic.Pointer[layout.PlanOptions]
 
-// boxKnobs are the knobs of box tiles of one item size that the planner
-// takes (layout.PlanOptions' TileBytes, LoadGrain, TripleStore and
-// CutSrcRuns).
-type boxKnobs struct {
-	tileBytes, grain, triple, cut int
-}
-
-// boxTuning returns the planner's knobs of box tiles of item-byte
-// elements on arch.
-func boxTuning(arch, item int) boxKnobs {
+// boxTuning returns the planner's options of box tiles of item-byte
+// elements on arch (gen.BoxPlanOptions), memoised.
+func boxTuning(arch, item int) layout.PlanOptions {
 	item = min(max(item, 1), layout.MaxVectorBytes)
-	look := func() boxKnobs {
-		k := gen.KnobsFor(layout.Signature{Class: layout.ClassBoxTile, Itemsize: uint8(item), Vec: 1}, arch)
-		b := boxKnobs{k.TileBytes, k.LoadGrain, k.TripleStore, k.CutRuns}
-		if k.LoadGrain != tilegeom.ChunkGrain {
-			b.grain = 0 // words: any other value
-		}
-		return b
-	}
+	look := func() layout.PlanOptions { return gen.BoxPlanOptions(item, arch) }
 	if arch < 0 || arch >= len(tileCache) {
 		return look()
 	}
