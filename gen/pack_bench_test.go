@@ -92,22 +92,9 @@ func BenchmarkPlanPackDispatch(b *testing.B) {
 func BenchmarkPlanPackRandom(b *testing.B) {
 	for _, class := range []layout.Class{layout.ClassBoxTile, layout.ClassTile, layout.ClassElementwise} {
 		b.Run(class.String(), func(b *testing.B) {
-			pairs := randomPlans(b, class, 256)
-			var p layout.Plan
-			buf := make([]byte, 1<<16)
-			opt := layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				c := pairs[i%len(pairs)]
-				i++
-				if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := gen.Pack(p.Sig, gen.KnobsFor(p.Sig, 90), &p, 132, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchPlanPacks(b, randomPlans(b, class, 256), func(int) layout.PlanOptions {
+				return layout.PlanOptions{DstAlign: 16, SrcAlign: 16}
+			})
 		})
 	}
 }
@@ -120,27 +107,36 @@ func BenchmarkPlanPackRandom(b *testing.B) {
 func BenchmarkPlanPackTable(b *testing.B) {
 	for _, size := range []int64{64 << 20, 16 << 10} {
 		b.Run(fmt.Sprintf("btile-%dKiB", size>>10), func(b *testing.B) {
-			pairs := randomPlansOf(b, layout.ClassBoxTile, 256, size)
-			opts := make([]layout.PlanOptions, len(pairs))
-			for i, c := range pairs {
-				opts[i] = gen.BoxPlanOptions(c.Dst.Itemsize(), 90)
-				opts[i].DstAlign, opts[i].SrcAlign = 16, 16
-			}
-			var p layout.Plan
-			buf := make([]byte, 1<<16)
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				c, o := pairs[i%len(pairs)], opts[i%len(pairs)]
-				i++
-				if err := layout.PlanCopyInto(&p, c.Dst, c.Src, o); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := gen.Pack(p.Sig, gen.KnobsFor(p.Sig, 90), &p, 132, buf); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchPlanPacks(b, randomPlansOf(b, layout.ClassBoxTile, 256, size), func(item int) layout.PlanOptions {
+				o := gen.BoxPlanOptions(item, 90)
+				o.DstAlign, o.SrcAlign = 16, 16
+				return o
+			})
 		})
+	}
+}
+
+// benchPlanPacks plans and packs pairs in turn, each with the options
+// optFor gives its item size (worked out before the timing), as a Hopper
+// with 132 multiprocessors would: one op is one copy.
+func benchPlanPacks(b *testing.B, pairs []pairgen.Pair, optFor func(item int) layout.PlanOptions) {
+	opts := make([]layout.PlanOptions, len(pairs))
+	for i, c := range pairs {
+		opts[i] = optFor(c.Dst.Itemsize())
+	}
+	var p layout.Plan
+	buf := make([]byte, 1<<16)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		c, o := pairs[i%len(pairs)], opts[i%len(pairs)]
+		i++
+		if err := layout.PlanCopyInto(&p, c.Dst, c.Src, o); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := gen.Pack(p.Sig, gen.KnobsFor(p.Sig, 90), &p, 132, buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 

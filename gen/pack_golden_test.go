@@ -49,11 +49,11 @@ func packHash(table, gather bool) []byte {
 	var p layout.Plan
 	for range 10000 {
 		c := pairgen.Random(r, 256<<20)
-		opt := layout.PlanOptions{DstAlign: aligns[r.IntN(len(aligns))], SrcAlign: aligns[r.IntN(len(aligns))], Gather: gather}
+		var opt layout.PlanOptions
 		if table {
-			b := BoxPlanOptions(c.Dst.Itemsize(), 90)
-			opt.TileBytes, opt.LoadGrain, opt.TripleStore, opt.CutSrcRuns = b.TileBytes, b.LoadGrain, b.TripleStore, b.CutSrcRuns
+			opt = BoxPlanOptions(c.Dst.Itemsize(), 90)
 		}
+		opt.DstAlign, opt.SrcAlign, opt.Gather = aligns[r.IntN(len(aligns))], aligns[r.IntN(len(aligns))], gather
 		if err := layout.PlanCopyInto(&p, c.Dst, c.Src, opt); err != nil {
 			fmt.Fprintf(h, "plan error %v\n", err)
 			continue

@@ -638,12 +638,7 @@ func storeConflicts(g *tilegeom.BoxGeometry, w *[MaxBoxNDim]int64, tile []int64,
 			c[d] = 0
 		}
 	}
-	var sc banks
-	sum := 0
-	for ph := range int64(4) {
-		sum += sc.wavefronts(off[:n], ph, item)
-	}
-	return sum
+	return phaseWavefronts(off[:n], item)
 }
 
 // cutDegree is the conflict degree of the element store's reads (their
@@ -681,10 +676,17 @@ func countFreeWavefronts(n, item int64) int {
 	for i := range n {
 		off[i] = i * item
 	}
+	return phaseWavefronts(off[:n], item)
+}
+
+// phaseWavefronts returns the wavefronts of a warp's reads of elements of
+// item bytes at the shared-memory offsets off, summed over the four phases
+// a slot may have modulo 4 (storeConflicts).
+func phaseWavefronts(off []int64, item int64) int {
 	var sc banks
 	sum := 0
 	for ph := range int64(4) {
-		sum += sc.wavefronts(off[:n], ph, item)
+		sum += sc.wavefronts(off, ph, item)
 	}
 	return sum
 }
