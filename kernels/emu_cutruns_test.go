@@ -44,7 +44,7 @@ func TestEmulatedCutRuns(t *testing.T) {
 	}
 	n := 0
 	for tries := 0; n < 8 && tries < emuRandomTries; tries++ {
-		c := pairgen.Random(r, 8<<20) // copies up to 2 MiB: the planner cuts those of 1 MiB or more
+		c := pairgen.Random(r, 8<<20) // views spanning up to 8 MiB: the planner cuts only copies of 1 MiB or more
 		set := func(o *layout.PlanOptions) { o.TileBytes, o.CutSrcRuns = 16<<10, 0 }
 		plain := planWith(t, c, set)
 		if plain.Box == nil || plain.Box.Src.NRun < 2 {
