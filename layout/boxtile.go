@@ -35,28 +35,84 @@ var boxSkews = [...]int64{1, 2, 4}
 // evened extents left them half full were up to 1.6 times slower than the
 // fuller tile of another skew, and sectors ranked the candidates' measured
 // times. A copy under boxChoiceBytes keeps the first candidate without
-// growing the others.
+// growing the others. Where the dst runs' element table stopped the
+// tile's growth, it grows the tile again with those runs cut to fit
+// (regrowCutDst).
 //
 // Pre: 1 ≤ len(shape) ≤ MaxBoxNDim; no src stride is 0. Post: 1 ≤ out[k] ≤
 // shape[k], the data fits tileBytes (or is one element) and the shared
 // memory tilegeom.MaxBoxSharedBytes.
 func chooseTile(out, shape, ds, ss []int64, item, tileBytes int64) []int64 {
 	skews := boxSkews[:]
-	if smallCopy(shape, item) {
+	small := smallCopy(shape, item)
+	if small {
 		skews = skews[:1]
 	}
 	start, n := len(out), len(shape)
-	out, cut := chooseTileOf(out, shape, ds, ss, item, tileBytes, skews, false)
-	if !cut || !shortSrcRuns(out[start:], shape, ss, item) {
+	out, r := chooseTileOf(out, shape, ds, ss, item, tileBytes, skews, false, false)
+	span := false
+	if r.cut && shortSrcRuns(out[start:], shape, ss, item) {
+		var first [MaxBoxNDim]int64
+		copy(first[:], out[start:])
+		var rs growth
+		out, rs = chooseTileOf(out[:start], shape, ds, ss, item, tileBytes, skews, true, false)
+		if span = keepGrown(first[:n], out[start:], shape, ds, ss, item); !span {
+			copy(out[start:], first[:n])
+		} else {
+			r = rs
+		}
+	}
+	if small || !regrowCutDst(out[start:], r, shape, ds, ss, item) {
 		return out
 	}
-	var first [MaxBoxNDim]int64
-	copy(first[:], out[start:])
-	out, _ = chooseTileOf(out[:start], shape, ds, ss, item, tileBytes, skews, true)
-	if !keepGrown(first[:n], out[start:], shape, ds, ss, item) {
-		copy(out[start:], first[:n])
-	}
+	out, _ = chooseTileOf(out[:start], shape, ds, ss, item, tileBytes, skews, span, true)
 	return out
+}
+
+// regrowCutDst reports whether chooseTile grows tile t again with its dst
+// runs cut where the shared memory needs it (tilegeom.CutDstRuns): where
+// the element table stopped t's growth (r.blocked), for items of under
+// cutDstItem bytes, unless t is one run in both views (oneRun) or its src
+// runs are scattered (cutDstSrcRun).
+//
+// The table takes 4 bytes an element of a dst run, 4 times the data of a
+// uint8 tile: such tiles stopped at a fraction of the tile size, with dst
+// runs cut mid-row. Measured on an H200 (256 MiB, the old and new
+// planners' binaries in one call, ABBA), over the plans the regrowth
+// changes: items of 1-3 bytes 1.159 times as fast in geometric mean on 45
+// cases of seeds 29, 3991, 4001-4031 (a uint8 view 31 → 64% of memcpy, a
+// 3-byte permutation 24 → 51) and 1.144 on 27 of fresh seeds 4041 and
+// 4051, the slowest 0.77-0.85 (four tiles whose dst runs went from
+// kilobytes to a row); items of 4-16 bytes 1.015 and 1.007 (0.81-1.42),
+// whose table is at most their data: not regrown.
+func regrowCutDst(t []int64, r growth, shape, ds, ss []int64, item int64) bool {
+	if !r.blocked || item >= cutDstItem || oneRun(t, shape, ds, ss) {
+		return false
+	}
+	return item > ScatteredItem || runBytes(t, shape, ss, item) >= cutDstSrcRun
+}
+
+// cutDstItem bounds the items whose tiles chooseTile regrows with cut dst
+// runs (regrowCutDst).
+const cutDstItem = 4
+
+// cutDstSrcRun is the least src run, in bytes, of a tile of items of at
+// most ScatteredItem bytes that chooseTile grows further by cutting its
+// dst runs: shorter src runs are the scattered sources that
+// runtime/memview gathers (by the length of the dst runs) or the planner
+// loads as spans, and four such views, grown, lost their gather or their
+// spans (0.27-0.88 times as fast on an H200).
+const cutDstSrcRun = 64
+
+// oneRun reports whether tile t is one run in both views: a block that
+// continues in both, which a larger tile does not read or write in fewer
+// pieces. chooseTile does not grow such a tile further by cutting its dst
+// runs (tilegeom.CutDstRuns): on an H200 the named batched 30x30 float32
+// transposes, whose 6 matrices a tile are one run each way, ran 0.96 times
+// as fast in tiles of 8 with dst runs of a matrix each.
+func oneRun(t, shape, ds, ss []int64) bool {
+	src, dst := tilegeom.BoxSides(shape, ds, ss, t)
+	return src.Runs == 1 && dst.Runs == 1
 }
 
 // keepGrown reports whether chooseTile keeps tile grown, which growSpan
@@ -104,17 +160,24 @@ func shortSrcRuns(t, shape, ss []int64, item int64) bool {
 	return runBytes(t, shape, ss, item) < spanRunBytes
 }
 
+// growth is what chooseTileOf reports of its tile's growth: cut, the src
+// run stopped short of spanRunBytes before the tile's budget did
+// (tileChooser.cut); blocked, the shared memory stopped a dim's growth
+// where the dst runs span more than one dim, so that cutting them
+// (tilegeom.CutDstRuns) may let the tile grow.
+type growth struct{ cut, blocked bool }
+
 // chooseTileOf is chooseTile over the candidates of skews, a prefix of
 // boxSkews (with one, that candidate, its sectors not counted), with
-// growSpan where span is set. cut reports whether the src run stopped
-// short of spanRunBytes before the tile's budget did (tileChooser.cut).
-func chooseTileOf(out, shape, ds, ss []int64, item, tileBytes int64, skews []int64, span bool) (_ []int64, cut bool) {
+// growSpan where span is set, and the dst runs cut where the shared
+// memory needs it if cutDst is set.
+func chooseTileOf(out, shape, ds, ss []int64, item, tileBytes int64, skews []int64, span, cutDst bool) (_ []int64, r growth) {
 	n := len(shape)
 	sOrd, dOrd := growOrders(ss)
 	var sDims, dDims [MaxBoxNDim]int8
 	sd, dd := tilegeom.SortedDims(sDims[:0], ss), tilegeom.SortedDims(dDims[:0], ds)
 	var best, cand [MaxBoxNDim]int64
-	c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd, span: span}
+	c := tileChooser{t: cand[:n], shape: shape, ds: ds, ss: ss, item: item, capE: max(tileBytes/item, 1), vol: 1, sDims: sd, dDims: dd, span: span, cutDst: cutDst}
 	c.growToTarget(sOrd[:n], dOrd[:n]) // the same for every skew
 	start, startVol := cand, c.vol
 	base, least := int64(0), int64(0)
@@ -122,7 +185,7 @@ func chooseTileOf(out, shape, ds, ss []int64, item, tileBytes int64, skews []int
 		cand, c.vol = start, startVol
 		more := c.finishTile(sOrd[:n], dOrd[:n], tileBytes, skew)
 		if len(skews) == 1 {
-			return append(out, cand[:n]...), c.cut
+			return append(out, cand[:n]...), growth{c.cut, c.blocked}
 		}
 		cost := tileSectors(cand[:n], shape, ds, ss, sd, dd, item)
 		if i == 0 {
@@ -134,7 +197,7 @@ func chooseTileOf(out, shape, ds, ss []int64, item, tileBytes int64, skews []int
 			break // a larger skew grows the same tile
 		}
 	}
-	return append(out, best[:n]...), c.cut
+	return append(out, best[:n]...), growth{c.cut, c.blocked}
 }
 
 // boxChoiceBytes is the least data a copy moves for chooseTile to grow more
@@ -387,12 +450,33 @@ type tileChooser struct {
 	sDims, dDims     []int8
 	span             bool // growSpan where the src run stops short
 	cut              bool // the src run stopped short of spanRunBytes
+	cutDst           bool // size the shared memory with the dst runs cut where needed
+	blocked          bool // the shared memory stopped a growth whose dst runs span dims
 }
 
 // sharedBytes is the shared memory of the tile so far
 // (tilegeom.BoxSharedBytesSorted).
 func (c *tileChooser) sharedBytes() int64 {
-	return tilegeom.BoxSharedBytesSorted(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item, tilegeom.WordGrain)
+	b := tilegeom.BoxSharedBytesSorted(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item, tilegeom.WordGrain)
+	if b <= tilegeom.MaxBoxSharedBytes || c.runLen(c.dDims, c.ds) <= c.dimRun(c.dDims) {
+		return b
+	}
+	if !c.cutDst {
+		c.blocked = true
+		return b
+	}
+	return tilegeom.BoxSharedBytesCut(c.sDims, c.dDims, c.shape, c.ds, c.ss, c.t, c.item, tilegeom.WordGrain)
+}
+
+// dimRun returns the extent of the first tile dim along ord (its extent
+// over 1): the dst run's length were it cut after its first dim.
+func (c *tileChooser) dimRun(ord []int8) int64 {
+	for _, k := range ord {
+		if c.t[k] > 1 {
+			return c.t[k]
+		}
+	}
+	return 1
 }
 
 // runLen returns the elements of the run of the side whose dims by

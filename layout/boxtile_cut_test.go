@@ -62,7 +62,9 @@ func TestCutSrcRuns(t *testing.T) {
 // in a src run, on two copies of a random sweep whose fewest-wavefront
 // cuts left short runs (measured on an H200: 0.52 and 0.56 times as fast
 // as uncut). A uint8 6-d permutation, its reads 4-way conflicted, cut to
-// runs of 20 bytes where any length will do, stays uncut at 192. A
+// runs of 20 bytes where any length will do, stays uncut at 192 (in tiles
+// of 24 KiB: at 32 KiB, its dst runs cut, the tile grows to one whose
+// reads no src cut relieves). A
 // complex128 7-d view (a reversed dim among its strides), 3-way conflicted,
 // cut to runs of 64 bytes at any length, is cut at 192 to runs of at least
 // 192 bytes whose reads take at most half the wavefronts (1.39 times as
@@ -70,7 +72,7 @@ func TestCutSrcRuns(t *testing.T) {
 func TestCutSrcRunsShort(t *testing.T) {
 	conflicts := func(p Plan) int { return storeConflicts(p.Box, &p.Box.W, p.Tile, int64(p.Sig.Itemsize)) }
 	shape, ds, ss := []int64{34, 18, 26, 20, 27, 8}, []int64{2021760, 112320, 4320, 216, 8, 1}, []int64{2021760, 20, 360, 1, 9360, 252720}
-	plain, anyLen, at192 := cutPlan(t, shape, ds, ss, 1, 0), cutPlan(t, shape, ds, ss, 1, 1), cutPlan(t, shape, ds, ss, 1, 192)
+	plain, anyLen, at192 := cutPlanAt(t, 24<<10, shape, ds, ss, 1, 0), cutPlanAt(t, 24<<10, shape, ds, ss, 1, 1), cutPlanAt(t, 24<<10, shape, ds, ss, 1, 192)
 	if *anyLen.Box == *plain.Box || anyLen.Box.Src.RunLen >= 192 {
 		t.Fatalf("uint8: CutSrcRuns 1 kept src runs of %d bytes (uncut %d); want a cut to fewer than 192", anyLen.Box.Src.RunLen, plain.Box.Src.RunLen)
 	}
@@ -94,6 +96,12 @@ func TestCutSrcRunsShort(t *testing.T) {
 // tuning's box-tile size and 16-byte grain.
 func cutPlan(t *testing.T, shape, ds, ss []int64, item, cut int) Plan {
 	t.Helper()
+	return cutPlanAt(t, 32<<10, shape, ds, ss, item, cut)
+}
+
+// cutPlanAt is cutPlan with tiles of tileBytes.
+func cutPlanAt(t *testing.T, tileBytes int, shape, ds, ss []int64, item, cut int) Plan {
+	t.Helper()
 	dst, err := New(shape, ds, item)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +110,7 @@ func cutPlan(t *testing.T, shape, ds, ss []int64, item, cut int) Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := PlanOptions{DstAlign: 16, SrcAlign: 16, TileBytes: 32 << 10, LoadGrain: tilegeom.ChunkGrain, CutSrcRuns: cut}
+	o := PlanOptions{DstAlign: 16, SrcAlign: 16, TileBytes: tileBytes, LoadGrain: tilegeom.ChunkGrain, CutSrcRuns: cut}
 	p, err := PlanCopy(dst, src, o)
 	if err != nil || p.Box == nil {
 		t.Fatalf("plan %v, %v: want a box tile", p.Sig, err)

@@ -270,6 +270,7 @@ func TestPropBoxTile(t *testing.T) {
 			vol *= e
 		}
 		src, dst := tilegeom.BoxSides(shape, ds, ss, tile)
+		tilegeom.CutDstRuns(&dst, &src, shape, tile, item)
 		if vol > 1 && vol*item > cap {
 			t.Fatalf("tile %v of %d bytes over %d", tile, vol*item, cap)
 		}
@@ -292,19 +293,24 @@ func TestPropBoxTile(t *testing.T) {
 }
 
 // firstCandidate returns the tile chooseTile grows with skew 1, with
-// growSpan where chooseTile grows its tiles with it.
+// growSpan where chooseTile grows its tiles with it, and with cut dst runs
+// where it sizes them so.
 func firstCandidate(shape, ds, ss []int64, item, cap int64) []int64 {
 	skews := boxSkews[:]
-	if smallCopy(shape, item) {
+	small := smallCopy(shape, item)
+	if small {
 		skews = skews[:1]
 	}
-	out, cut := chooseTileOf(nil, shape, ds, ss, item, cap, skews, false)
-	span := cut && shortSrcRuns(out, shape, ss, item)
+	out, r := chooseTileOf(nil, shape, ds, ss, item, cap, skews, false, false)
+	span := r.cut && shortSrcRuns(out, shape, ss, item)
 	if span {
-		grown, _ := chooseTileOf(nil, shape, ds, ss, item, cap, skews, true)
-		span = keepGrown(out, grown, shape, ds, ss, item)
+		grown, rs := chooseTileOf(nil, shape, ds, ss, item, cap, skews, true, false)
+		if span = keepGrown(out, grown, shape, ds, ss, item); span {
+			out, r = grown, rs
+		}
 	}
-	t, _ := chooseTileOf(nil, shape, ds, ss, item, cap, boxSkews[:1], span)
+	cutDst := !small && regrowCutDst(out, r, shape, ds, ss, item)
+	t, _ := chooseTileOf(nil, shape, ds, ss, item, cap, boxSkews[:1], span, cutDst)
 	return t
 }
 

@@ -585,6 +585,7 @@ func checkGuarantees(t layouttest.TB, p layout.Plan, opt layout.PlanOptions, ite
 			vol *= e
 		}
 		src, dst := tilegeom.BoxSides(p.Shape, p.DstStrides, p.SrcStrides, p.Tile)
+		tilegeom.CutDstRuns(&dst, &src, p.Shape, p.Tile, w)
 		if vol > 1 && vol*w > layout.DefaultTileBytes || tilegeom.BoxSharedBytes(src, dst, p.Tile, w, tilegeom.WordGrain, 8) > tilegeom.MaxBoxSharedBytes {
 			t.Fatalf("btile plan %+v too large", p)
 		}

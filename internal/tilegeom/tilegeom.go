@@ -339,6 +339,60 @@ func BoxSharedBytesSorted(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item, 
 	return al(g) + al(sRuns*8) + al(dRuns*8) + al(dRuns*4) + al(dLen*4) + al(sRuns*8) + al(dRuns*8) + al(sRuns*4)
 }
 
+// BoxSharedBytesCut is BoxSharedBytesSorted for a tile whose dst runs
+// CutDstRuns cuts where it does not fit as it stands.
+func BoxSharedBytesCut(sOrd, dOrd []int8, shape, ds, ss, tile []int64, item, grain int64) int64 {
+	var src, dst BoxSide
+	SideFromOrder(&src, sOrd, shape, ss, tile)
+	SideFromOrder(&dst, dOrd, shape, ds, tile)
+	CutDstRuns(&dst, &src, shape, tile, item)
+	return BoxSharedBytes(src, dst, tile, item, grain, 8)
+}
+
+// minCutDst is the shortest dst run, in elements and in bytes, that
+// CutDstRuns leaves.
+const minCutDst = 64
+
+// CutDstRuns cuts the runs of dst, the dst side of a box tile whose src
+// side is src (SideFromOrder's, not spans or cut runs), after fewer of
+// their dims where the tile's shared memory (BoxSharedBytes at WordGrain
+// with 8-byte indices, as the planner sizes tiles) does not fit
+// MaxBoxSharedBytes as it stands: after the most dims that make it fit
+// with runs of minCutDst elements and bytes or more and at most MaxRagged
+// ragged dims outside them. It reports whether it cut the runs.
+//
+// The element table holds an entry for each element of a dst run, so a
+// tile whose dst run spans it (a batched transpose whose dst rows
+// continue each other) needs 4 bytes of table for each element of data:
+// such tiles stopped growing at a fraction of the tile size, with runs
+// cut in the middle of the view's rows. Cut after their first dims, the
+// runs' table shrinks to a row; the rows still follow each other in dst,
+// written by the same tile. Runs under minCutDst elements leave lanes of
+// the store phase idle (a warp a run). The planner sizes a tile with cut
+// dst runs only where the tile it sizes without them is not one run on
+// both sides (layout's chooseTile).
+func CutDstRuns(dst, src *BoxSide, shape, tile []int64, item int64) bool {
+	if dst.NRun < 2 || BoxSharedBytes(*src, *dst, tile, item, WordGrain, 8) <= MaxBoxSharedBytes {
+		return false
+	}
+	for n := dst.NRun - 1; n >= 1; n-- {
+		c := *dst
+		c.NRun, c.RunLen = n, 1
+		for _, k := range c.Order[:n] {
+			c.RunLen *= tile[k]
+		}
+		if c.RunLen < minCutDst || c.RunLen*item < minCutDst {
+			return false
+		}
+		c.Runs = dst.RunLen * dst.Runs / c.RunLen
+		if _, _, ok := BoxRagged(shape, tile, &c); ok && BoxSharedBytes(*src, c, tile, item, WordGrain, 8) <= MaxBoxSharedBytes {
+			*dst = c
+			return true
+		}
+	}
+	return false
+}
+
 // sideSize returns, for the side of the tile in the view whose dims by
 // |stride| are ord, its run length and runs (SideFromOrder's RunLen and
 // Runs) and the bytes its src slots take (BoxSrcWeights's result, were it
@@ -442,6 +496,7 @@ type BoxGeometry struct {
 // as the planner's tiles do; else the ragged answers are incomplete.
 func (g *BoxGeometry) Set(shape, ds, ss, tile []int64, item, grain int64, index64 bool) {
 	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	CutDstRuns(&g.Dst, &g.Src, shape, tile, item)
 	g.set(shape, ss, tile, item, grain, index64, 0)
 }
 
@@ -451,6 +506,11 @@ func (g *BoxGeometry) SetSpans(shape, ds, ss, tile []int64, item, grain int64, i
 	var ord [MaxBoxNDim]int8
 	lo, ok := SpanSide(&g.Src, SortedDims(ord[:0], ss[:len(tile)]), shape, ss, tile)
 	sideOf(&g.Dst, shape, ds, tile)
+	plain := g.Src
+	if ok {
+		SideFromOrder(&plain, ord[:len(tile)], shape, ss, tile)
+	}
+	CutDstRuns(&g.Dst, &plain, shape, tile, item)
 	g.set(shape, ss, tile, item, grain, index64, lo)
 	return ok
 }
@@ -464,6 +524,7 @@ func (g *BoxGeometry) SetSpans(shape, ds, ss, tile []int64, item, grain int64, i
 // more than MaxRagged ragged dims outside the src runs.
 func (g *BoxGeometry) CutSrcRuns(shape, ds, ss, tile []int64, item, grain int64, index64 bool, n int) bool {
 	g.Src, g.Dst = BoxSides(shape, ds, ss, tile)
+	CutDstRuns(&g.Dst, &g.Src, shape, tile, item)
 	ok := n >= 1 && n < g.Src.NRun
 	if ok {
 		cut := g.Src

@@ -83,6 +83,9 @@ func TestPropBoxSides(t *testing.T) {
 			t.Fatalf("BoxSharedBytesSorted = %d, BoxSharedBytes = %d", got, want)
 		}
 
+		checkCutDst(t, src, dst, shape, tile, item, vol, &so, &do, ds, ss, grain)
+		CutDstRuns(&dst, &src, shape, tile, item) // as Set does
+
 		index64 := rapid.Bool().Draw(t, "index64")
 		var g BoxGeometry
 		g.Set(shape, ds, ss, tile, item, grain, index64)
@@ -299,4 +302,63 @@ func vol(t []int64) int64 {
 		v *= x
 	}
 	return v
+}
+
+// checkCutDst checks CutDstRuns on a tile of vol elements whose plain
+// sides are src and dst: it cuts only a tile whose shared memory does not
+// fit as it stands, leaving runs of fewer dims, of minCutDst elements and
+// bytes or more, that together still hold the tile and fit; and
+// BoxSharedBytesCut sizes the tile with the runs so cut.
+func checkCutDst(t *rapid.T, src, dst BoxSide, shape, tile []int64, item, vol int64, so, do *[MaxBoxNDim]int8, ds, ss []int64, grain int64) {
+	over := BoxSharedBytes(src, dst, tile, item, WordGrain, 8) > MaxBoxSharedBytes
+	c := dst
+	cut := CutDstRuns(&c, &src, shape, tile, item)
+	switch {
+	case cut && !over:
+		t.Fatalf("dst runs %+v cut to %+v in a tile that fits", dst, c)
+	case !cut && c != dst:
+		t.Fatalf("dst runs %+v changed to %+v, reported uncut", dst, c)
+	case cut && (c.NRun >= dst.NRun || c.RunLen < minCutDst || c.RunLen*item < minCutDst || c.RunLen*c.Runs != vol):
+		t.Fatalf("dst runs %+v cut to %+v (tile of %d elements)", dst, c, vol)
+	case cut && BoxSharedBytes(src, c, tile, item, WordGrain, 8) > MaxBoxSharedBytes:
+		t.Fatalf("dst runs cut to %+v still need %d bytes", c, BoxSharedBytes(src, c, tile, item, WordGrain, 8))
+	}
+	if cut {
+		if _, _, ok := BoxRagged(shape, tile, &c); !ok {
+			t.Fatalf("dst runs cut to %+v leave over %d ragged dims", c, MaxRagged)
+		}
+	}
+	if got, want := BoxSharedBytesCut(SortedDims(so[:0], ss), SortedDims(do[:0], ds), shape, ds, ss, tile, item, grain), BoxSharedBytes(src, c, tile, item, grain, 8); got != want {
+		t.Fatalf("BoxSharedBytesCut = %d, BoxSharedBytes of the cut sides = %d", got, want)
+	}
+}
+
+// TestPropCutDstRuns checks CutDstRuns (checkCutDst) on tiles that often
+// need it: batched transposes whose dst rows continue each other, a tile
+// of whole rows, so the dst run spans the tile's row dims. And a uint8
+// transpose of 195 by 122 rows in one tile, a 95 KiB element table uncut,
+// is cut to runs of a row.
+func TestPropCutDstRuns(t *testing.T) {
+	shape, ds, ss, tile := []int64{157, 195, 122}, []int64{23790, 122, 1}, []int64{14040, 1, 195}, []int64{1, 195, 122}
+	src, dst := BoxSides(shape, ds, ss, tile)
+	if !CutDstRuns(&dst, &src, shape, tile, 1) || dst.NRun != 1 || dst.RunLen != 122 || dst.Runs != 195 {
+		t.Fatalf("uint8 195x122 tile: dst runs %+v, want 195 runs of 122", dst)
+	}
+	rapid.Check(t, func(t *rapid.T) {
+		item := int64(rapid.SampledFrom([]int{1, 2, 3, 4, 8}).Draw(t, "item"))
+		b := rapid.Int64Range(2, 300).Draw(t, "b")     // src's inner dim, dst's rows
+		a := rapid.Int64Range(2, 300).Draw(t, "a")     // dst's inner dim
+		c := rapid.Int64Range(1, 40).Draw(t, "c")      // the batch
+		tb := rapid.Int64Range(1, b).Draw(t, "tile b") // rows a tile
+		tc := rapid.Int64Range(1, c).Draw(t, "tile c") // batch a tile
+		shape, ds, ss := []int64{c, b, a}, []int64{b * a, a, 1}, []int64{b * a, 1, b}
+		tile := []int64{tc, tb, a}
+		vol := tc * tb * a
+		if vol*item > 64<<10 {
+			t.Skip("tile over 64 KiB")
+		}
+		src, dst := BoxSides(shape, ds, ss, tile)
+		var so, do [MaxBoxNDim]int8
+		checkCutDst(t, src, dst, shape, tile, item, vol, &so, &do, ds, ss, WordGrain)
+	})
 }
