@@ -376,21 +376,29 @@ func CutDstRuns(dst, src *BoxSide, shape, tile []int64, item int64) bool {
 		return false
 	}
 	for n := dst.NRun - 1; n >= 1; n-- {
-		c := *dst
-		c.NRun, c.RunLen = n, 1
-		for _, k := range c.Order[:n] {
-			c.RunLen *= tile[k]
-		}
+		c := dst.cutAfter(tile, n)
 		if c.RunLen < minCutDst || c.RunLen*item < minCutDst {
 			return false
 		}
-		c.Runs = dst.RunLen * dst.Runs / c.RunLen
 		if _, _, ok := BoxRagged(shape, tile, &c); ok && BoxSharedBytes(*src, c, tile, item, WordGrain, 8) <= MaxBoxSharedBytes {
 			*dst = c
 			return true
 		}
 	}
 	return false
+}
+
+// cutAfter returns side b of the box tile tile with its runs cut after
+// their first n dims (1 ≤ n ≤ b.NRun): shorter runs, more of them, the
+// same elements.
+func (b *BoxSide) cutAfter(tile []int64, n int) BoxSide {
+	c := *b
+	c.NRun, c.RunLen = n, 1
+	for _, k := range c.Order[:n] {
+		c.RunLen *= tile[k]
+	}
+	c.Runs = b.RunLen * b.Runs / c.RunLen
+	return c
 }
 
 // sideSize returns, for the side of the tile in the view whose dims by
@@ -527,12 +535,7 @@ func (g *BoxGeometry) CutSrcRuns(shape, ds, ss, tile []int64, item, grain int64,
 	CutDstRuns(&g.Dst, &g.Src, shape, tile, item)
 	ok := n >= 1 && n < g.Src.NRun
 	if ok {
-		cut := g.Src
-		cut.NRun, cut.RunLen = n, 1
-		for _, k := range cut.Order[:n] {
-			cut.RunLen *= tile[k]
-		}
-		cut.Runs = g.Src.RunLen * g.Src.Runs / cut.RunLen
+		cut := g.Src.cutAfter(tile, n)
 		if _, _, ok = BoxRagged(shape, tile, &cut); ok {
 			g.Src = cut
 		}
