@@ -2,8 +2,11 @@ package jit
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stridekit/stridekit/gen"
 	"github.com/stridekit/stridekit/layout"
@@ -32,6 +35,7 @@ func (k *Kernel) params() []cuda.Param {
 var registry struct {
 	mu sync.RWMutex
 	m  map[layout.Signature]Kernel
+	n  atomic.Int32 // len(m), set under mu: Lookup skips the lock while it is 0
 }
 
 // Register adds k to the registry, for Lookup, For and Cache.Kernel. It is
@@ -54,10 +58,14 @@ func Register(k Kernel) {
 		registry.m = map[layout.Signature]Kernel{}
 	}
 	registry.m[k.Sig] = k
+	registry.n.Store(int32(len(registry.m)))
 }
 
 // Lookup returns the kernel registered for sig.
 func Lookup(sig layout.Signature) (Kernel, bool) {
+	if registry.n.Load() == 0 {
+		return Kernel{}, false // nothing registered: the usual case, without stubs
+	}
 	registry.mu.RLock()
 	defer registry.mu.RUnlock()
 	k, ok := registry.m[sig]
@@ -77,17 +85,48 @@ func Kernels() []Kernel {
 	return ks
 }
 
-type renderKey struct {
-	sig   layout.Signature
-	knobs gen.Knobs
+// rendered holds the kernels For rendered, by signature, each with the
+// knobs it was rendered with (most signatures have one: their knobs differ
+// only by arch, Override or $STRIDEKIT_KNOBS). It is copied on write, under
+// mu, so that For reads it with one atomic load and a map read keyed by
+// the 6-byte signature, then compares the knobs: a map keyed by signature
+// and knobs hashed all of the knobs on every first copy of a new pair.
+// Rendering a kernel costs far more than copying the map.
+var rendered struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[layout.Signature][]Kernel]
 }
 
-// rendered holds the kernels For rendered, by signature and knobs: a typed
-// map, since a sync.Map's interface keys cost the first copy of a new pair
-// an allocation and a generic hash of the whole key.
-var rendered struct {
-	mu sync.RWMutex
-	m  map[renderKey]Kernel
+// renderedFor returns the kernel For rendered for sig with knobs kn, or
+// nil. It points into rendered, which is never written in place.
+func renderedFor(sig layout.Signature, kn *gen.Knobs) *Kernel {
+	if m := rendered.m.Load(); m != nil {
+		ks := (*m)[sig]
+		for i := range ks {
+			if ks[i].Knobs == *kn {
+				return &ks[i]
+			}
+		}
+	}
+	return nil
+}
+
+// addRendered adds k, rendered for its signature with its knobs, to
+// rendered, unless another caller added one first, and returns the one
+// kept.
+func addRendered(k Kernel) Kernel {
+	rendered.mu.Lock()
+	defer rendered.mu.Unlock()
+	if old := renderedFor(k.Sig, &k.Knobs); old != nil {
+		return *old
+	}
+	m := map[layout.Signature][]Kernel{}
+	if old := rendered.m.Load(); old != nil {
+		m = maps.Clone(*old)
+	}
+	m[k.Sig] = append(slices.Clip(m[k.Sig]), k) // a new array: readers may hold the old one
+	rendered.m.Store(&m)
+	return k
 }
 
 // For returns the kernel for sig on a device of compute capability arch (0:
@@ -98,30 +137,18 @@ var rendered struct {
 // through the disk cache. It fails, with an ErrNoKernel error, for a
 // signature no kernel exists for (ClassNone, ClassMemcpy, invalid ones).
 func For(sig layout.Signature, arch int) (Kernel, error) {
-	if k, ok := Lookup(sig); ok {
-		return k, nil
+	if registry.n.Load() != 0 {
+		if k, ok := Lookup(sig); ok {
+			return k, nil
+		}
 	}
 	kn := gen.KnobsFor(sig, arch)
-	key := renderKey{sig, kn}
-	rendered.mu.RLock()
-	k, ok := rendered.m[key]
-	rendered.mu.RUnlock()
-	if ok {
-		return k, nil
+	if k := renderedFor(sig, &kn); k != nil {
+		return *k, nil
 	}
 	src, err := gen.Source(sig, kn)
 	if err != nil {
 		return Kernel{}, fmt.Errorf("%w for %v: %w", ErrNoKernel, sig, err)
 	}
-	rendered.mu.Lock()
-	defer rendered.mu.Unlock()
-	if k, ok := rendered.m[key]; ok {
-		return k, nil
-	}
-	if rendered.m == nil {
-		rendered.m = map[renderKey]Kernel{}
-	}
-	k = Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}
-	rendered.m[key] = k
-	return k, nil
+	return addRendered(Kernel{Sig: sig, Name: gen.Name(sig), Source: src, Knobs: kn}), nil
 }
