@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 	"github.com/stridekit/stridekit/layout"
@@ -193,6 +194,7 @@ var tuning struct {
 	source  string
 	mu      sync.RWMutex
 	over    map[knobKey]Knobs // Override's entries
+	anyOver atomic.Bool       // over has entries (set under mu): KnobsFor skips the lock while it is false
 }
 
 type knobKey struct {
@@ -389,16 +391,18 @@ func BoxPlanOptions(item, arch int) layout.PlanOptions {
 // entries, applied from the least to the most specific. Knobs a table
 // leaves unset get safe defaults (256 threads, one of everything else).
 func KnobsFor(sig layout.Signature, arch int) Knobs {
-	tuning.mu.RLock()
-	k, ok := tuning.over[knobKey{arch, sig}]
-	tuning.mu.RUnlock()
-	if ok {
-		return k
+	if tuning.anyOver.Load() {
+		tuning.mu.RLock()
+		k, ok := tuning.over[knobKey{arch, sig}]
+		tuning.mu.RUnlock()
+		if ok {
+			return k
+		}
 	}
 	if loadTuning() != nil {
 		return LookupKnobs(nil, sig, arch)
 	}
-	k = tableKnobs(sig, arch)
+	k := tableKnobs(sig, arch)
 	if env := os.Getenv("STRIDEKIT_KNOBS"); env != "" {
 		// A copy, so that k itself stays off the heap when no override is set.
 		kk := k
@@ -534,6 +538,7 @@ func Override(sig layout.Signature, arch int, k Knobs) error {
 		tuning.over = map[knobKey]Knobs{}
 	}
 	tuning.over[knobKey{arch, sig}] = k
+	tuning.anyOver.Store(true)
 	return nil
 }
 
@@ -541,6 +546,7 @@ func Override(sig layout.Signature, arch int, k Knobs) error {
 func ClearOverrides() {
 	tuning.mu.Lock()
 	tuning.over = nil
+	tuning.anyOver.Store(false)
 	tuning.mu.Unlock()
 }
 
