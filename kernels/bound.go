@@ -57,10 +57,10 @@ func slabWords(p *layout.Plan) int {
 }
 
 // settle sets b.Plan to plan p, made in scratch memory, with its slices
-// in one new slab of the exact size (slabWords), and returns the rest of
-// the slab, room for the argument block.
-func (b *Bound) settle(p *layout.Plan) []byte {
-	sl := p.CloneInto(&b.Plan, make([]int64, slabWords(p)))
+// at the start of slab (at least slabWords(p) words), and returns the rest
+// of the slab, room for the argument block.
+func (b *Bound) settle(p *layout.Plan, slab []int64) []byte {
+	sl := p.CloneInto(&b.Plan, slab)
 	if len(sl) == 0 {
 		return nil
 	}
@@ -88,25 +88,46 @@ func Bind(dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int) (*Bo
 // fewer for callers that keep a Bound inside a value of their own), with
 // the plan options that opts set besides (Gather, say).
 func BindInto(b *Bound, dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int, opts ...PlanOption) error {
-	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
+	_, err := BindAlloc(func(words int) (*Bound, []int64) { return b, make([]int64, words) }, dev, dst, src, dstAlign, srcAlign, opts...)
+	return err
+}
+
+// BindAlloc is BindInto into the zero Bound that alloc returns once the
+// copy is planned, with a zeroed slab of at least words int64s that the
+// Bound keeps its plan's slices and argument block in: a caller that keeps
+// the Bound inside a value of its own may allocate the value and the slab
+// together (one allocation, where BindInto makes the slab apart). alloc is
+// called once, with 0 words where the planning fails.
+func BindAlloc(alloc func(words int) (*Bound, []int64), dev *cuda.Device, dst, src layout.Layout, dstAlign, srcAlign int, opts ...PlanOption) (*Bound, error) {
 	opt := planOptions(dev, dstAlign, srcAlign, dst.Itemsize())
 	if len(opts) > 0 {
 		opt = withOptions(opt, opts) // apart, so that opt stays on the stack
 	}
 	// Plan in scratch memory, then keep the plan and the argument block in
-	// one allocation of their exact size.
+	// one slab of their size.
 	p := scratchPlans.Get().(*layout.Plan)
 	err := layout.PlanCopyInto(p, dst, src, opt)
+	var b *Bound
 	var args []byte
 	if err == nil {
-		args = b.settle(p)
+		var slab []int64
+		b, slab = alloc(slabWords(p))
+		args = b.settle(p, slab)
 	} else {
+		b, _ = alloc(0)
 		b.Plan = layout.Plan{Sig: p.Sig} // PlanCopyInto's empty plan
 	}
 	scratchPlans.Put(p)
+	b.DstAlign, b.SrcAlign, b.dev = dstAlign, srcAlign, dev
 	if err != nil {
-		return err
+		return b, err
 	}
+	return b, b.kernel(dev, args)
+}
+
+// kernel finds the kernel of b's plan on dev (none for ClassNone and
+// ClassMemcpy) and packs its arguments into args where they fit.
+func (b *Bound) kernel(dev *cuda.Device, args []byte) error {
 	if dev == nil {
 		return fmt.Errorf("kernels: Bind on a nil device: %w", cuda.ErrInvalidValue)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/stridekit/stridekit/internal/tilegeom"
 )
@@ -266,9 +267,9 @@ type Plan struct {
 	Bytes int64
 }
 
-// CloneInto sets q to a copy of p that shares nothing with it: its slices
-// lie one after another at the start of slab (which must hold
-// p.PlanWords() words), and its box geometry is its own. It returns the
+// CloneInto sets q to a copy of p that shares nothing with it: its box
+// geometry (for ClassBoxTile) and then its slices lie one after another at
+// the start of slab (which must hold p.PlanWords() words). It returns the
 // rest of slab, so that a caller that planned in scratch memory keeps the
 // plan (and more) in one allocation.
 func (p *Plan) CloneInto(q *Plan, slab []int64) []int64 {
@@ -284,16 +285,33 @@ func (p *Plan) CloneInto(q *Plan, slab []int64) []int64 {
 	// Field by field, so that no pointer of p's is copied into q.
 	*q = Plan{Sig: p.Sig, DstOffset: p.DstOffset, SrcOffset: p.SrcOffset,
 		DstSpan: p.DstSpan, SrcSpan: p.SrcSpan, Volume: p.Volume, Bytes: p.Bytes}
+	if p.Box != nil {
+		q.Box = boxIn((*[boxWords]int64)(slab))
+		*q.Box = *p.Box
+		slab = slab[boxWords:]
+	}
 	q.Shape, q.DstStrides = put(p.Shape), put(p.DstStrides)
 	q.SrcStrides, q.Tile = put(p.SrcStrides), put(p.Tile)
-	if p.Box != nil {
-		g := *p.Box
-		q.Box = &g
-	}
 	return slab
 }
 
-// PlanWords returns the int64 words of p's slices (CloneInto's slab).
+// boxWords is the int64 words a box geometry takes in CloneInto's slab.
+const boxWords = int((unsafe.Sizeof(tilegeom.BoxGeometry{}) + 7) / 8)
+
+// boxIn returns w's memory as a box geometry: a first copy of a new pair
+// keeps its plan's geometry in the slab of its slices rather than in an
+// allocation of its own. A BoxGeometry holds no pointers (TestBoxNoPointers),
+// so the slab's memory, which the collector does not scan, may hold one.
+func boxIn(w *[boxWords]int64) *tilegeom.BoxGeometry {
+	return (*tilegeom.BoxGeometry)(unsafe.Pointer(w))
+}
+
+// PlanWords returns the int64 words of p's slices and box geometry
+// (CloneInto's slab).
 func (p *Plan) PlanWords() int {
-	return len(p.Shape) + len(p.DstStrides) + len(p.SrcStrides) + len(p.Tile)
+	n := len(p.Shape) + len(p.DstStrides) + len(p.SrcStrides) + len(p.Tile)
+	if p.Box != nil {
+		n += boxWords
+	}
+	return n
 }

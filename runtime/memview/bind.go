@@ -192,16 +192,12 @@ func bindingFor(dst, src *StridedMemoryView, p Path, dstAlign, srcAlign int, dev
 
 // bind makes the binding of key for views dst and src.
 func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
+	if key.path == PathDevice {
+		return bindDevice(key, dst, src)
+	}
 	b := &binding{key: key, dst: dst.l, src: src.l, path: key.path}
 	var err error
 	switch key.path {
-	case PathDevice:
-		b.k = &b.kb
-		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
-		if err == nil && gatherBy(localGatherMode, &b.k.Plan, key.dev.Arch(), func(p *layout.Plan, arch int) bool { return localGatherPays(p, arch, key.dev.L2Bytes()) }) {
-			b.kb = kernels.Bound{}
-			err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
-		}
 	case PathHostToDevice:
 		err = b.bindUpload(dst, src)
 	case PathDeviceToHost:
@@ -215,6 +211,90 @@ func bind(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// bindDevice is bind for PathDevice: the binding and its kernel's slab
+// (the plan's slices and argument block) in one allocation (newBinding).
+func bindDevice(key bindKey, dst, src *StridedMemoryView) (*binding, error) {
+	var b *binding
+	_, err := kernels.BindAlloc(func(words int) (*kernels.Bound, []int64) {
+		var slab []int64
+		b, slab = newBinding(words)
+		b.key, b.dst, b.src, b.path = key, dst.l, src.l, key.path
+		b.k = &b.kb
+		return b.k, slab
+	}, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign))
+	if err == nil && gatherBy(localGatherMode, &b.k.Plan, key.dev.Arch(), func(p *layout.Plan, arch int) bool { return localGatherPays(p, arch, key.dev.L2Bytes()) }) {
+		b.kb = kernels.Bound{}
+		err = kernels.BindInto(b.k, key.dev, dst.l, src.l, int(key.dstAlign), int(key.srcAlign), kernels.Gather)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// A binding with a slab of words after it, in one allocation that fills
+// one of Go's allocation size classes (with the 8-byte header the runtime
+// puts before objects of over 512 bytes that hold pointers): a first
+// device copy's binding and its kernel's slab (newBinding). The slab holds
+// no pointers; the collector scans the binding's part only.
+type (
+	binding896 struct {
+		binding
+		w [slabWords896]int64
+	}
+	binding1024 struct {
+		binding
+		w [slabWords1024]int64
+	}
+	binding1280 struct {
+		binding
+		w [slabWords1280]int64
+	}
+	binding1536 struct {
+		binding
+		w [slabWords1536]int64
+	}
+	binding1792 struct {
+		binding
+		w [slabWords1792]int64
+	}
+)
+
+// The words of the slab that fills each size class after a binding and
+// the allocation's header (at least one).
+const (
+	bindingSize   = int(unsafe.Sizeof(binding{})) + 8
+	slabWords896  = max(896-bindingSize, 8) / 8
+	slabWords1024 = max(1024-bindingSize, 8) / 8
+	slabWords1280 = max(1280-bindingSize, 8) / 8
+	slabWords1536 = max(1536-bindingSize, 8) / 8
+	slabWords1792 = max(1792-bindingSize, 8) / 8
+)
+
+// newBinding returns a zero binding and a zero slab of words after it, in
+// one allocation where the slab fits the size classes above (where it does
+// not, in two).
+func newBinding(words int) (*binding, []int64) {
+	switch {
+	case words <= slabWords896:
+		x := new(binding896)
+		return &x.binding, x.w[:words]
+	case words <= slabWords1024:
+		x := new(binding1024)
+		return &x.binding, x.w[:words]
+	case words <= slabWords1280:
+		x := new(binding1280)
+		return &x.binding, x.w[:words]
+	case words <= slabWords1536:
+		x := new(binding1536)
+		return &x.binding, x.w[:words]
+	case words <= slabWords1792:
+		x := new(binding1792)
+		return &x.binding, x.w[:words]
+	}
+	return new(binding), make([]int64, words)
 }
 
 // acquire holds the views and buffers of dst and src open (their Close
