@@ -137,10 +137,8 @@ func addRendered(k Kernel) Kernel {
 // through the disk cache. It fails, with an ErrNoKernel error, for a
 // signature no kernel exists for (ClassNone, ClassMemcpy, invalid ones).
 func For(sig layout.Signature, arch int) (Kernel, error) {
-	if registry.n.Load() != 0 {
-		if k, ok := Lookup(sig); ok {
-			return k, nil
-		}
+	if k, ok := Lookup(sig); ok {
+		return k, nil
 	}
 	kn := gen.KnobsFor(sig, arch)
 	if k := renderedFor(sig, &kn); k != nil {
